@@ -1,0 +1,218 @@
+"""Typed, immutable evidence records: the only thing probes produce and rules consume.
+
+Every record carries its provenance (which probe, which file and line, which rank,
+host and pid), so a conclusion can always cite the lines that led to it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Scalar = Union[str, int, float, bool]
+
+
+class Provenance(BaseModel):
+    """Where a piece of evidence came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    probe: str = Field("fixture", description="name of the probe that collected it")
+    source: str | None = Field(None, description="file (or live source) it was read from")
+    line: int | None = Field(None, description="1-based line number in the source")
+    host: str | None = Field(None, description="host the evidence belongs to")
+    pid: int | None = Field(None, description="process id it belongs to")
+
+
+class _Evidence(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rank: int | None = Field(None, description="global rank, when known")
+    provenance: Provenance = Field(default_factory=Provenance)
+    text: str | None = Field(None, description="the raw line or summary that shows it")
+    time: float | None = Field(None, description="seconds since the epoch, when the source says")
+
+
+class LogLine(_Evidence):
+    """A line that matched a named signature of `rules/signatures/`."""
+
+    kind: Literal["log_line"] = "log_line"
+    signature: str = Field(description="name of the signature that matched")
+    fields: dict[str, Scalar] = Field(default_factory=dict, description="fields the signature extracted")
+
+
+class RankExit(_Evidence):
+    """How a rank process ended, as the launcher or scheduler reported it."""
+
+    kind: Literal["rank_exit"] = "rank_exit"
+    exitcode: int | None = Field(None, description="exit code; negative for a signal")
+    signal: str | None = Field(None, description="signal name, e.g. SIGKILL")
+    error_file: bool | None = Field(None, description="whether the rank left an error file (@record)")
+    root_cause: bool = Field(False, description="the launcher named this rank the first failure")
+    message: str | None = Field(None, description="error message the launcher recorded")
+
+
+class CollectiveState(_Evidence):
+    """A rank's position in a collective: from watchdog lines, flight recorder, or stacks."""
+
+    kind: Literal["collective_state"] = "collective_state"
+    process_group: str = Field("0", description="process group name or id")
+    op: str | None = Field(None, description="collective type, lower case (all_reduce, broadcast, barrier)")
+    seq: int | None = Field(None, description="collective sequence number")
+    state: Literal["scheduled", "started", "completed", "timed_out"] = "started"
+    last_enqueued: int | None = Field(None, description="last collective the rank enqueued")
+    last_completed: int | None = Field(None, description="last collective the rank completed")
+    shape: str | None = Field(None, description="tensor shape, when known")
+    dtype: str | None = Field(None, description="tensor dtype, when known")
+
+
+class ProcessGroup(_Evidence):
+    """Membership of a process group."""
+
+    kind: Literal["process_group"] = "process_group"
+    id: str = Field("0", description="process group name or id")
+    members: tuple[int, ...] = Field(description="global ranks in the group")
+
+
+class RankStatus(_Evidence):
+    """Whether a rank was seen, and in what state."""
+
+    kind: Literal["rank_status"] = "rank_status"
+    status: Literal["alive", "exited", "missing", "no_evidence", "stopped", "zombie"]
+    detail: str | None = None
+
+
+class StackSample(_Evidence):
+    """What a rank's main thread was doing when sampled (live probe or in-process dump)."""
+
+    kind: Literal["stack_sample"] = "stack_sample"
+    activity: Literal[
+        "collective", "barrier", "rendezvous", "data_loading", "checkpoint_io", "backward",
+        "evaluation", "user_code", "sleeping", "idle", "unknown",
+    ] = Field(description="class of the innermost recognised frame")
+    op: str | None = Field(None, description="collective name when activity is collective")
+    call_site: str | None = Field(None, description="user frame that led there, file:line")
+    frames: tuple[str, ...] = Field((), description="innermost first, 'func (file:line)'")
+    thread: str | None = None
+    sample: int = Field(0, description="sample index: a second sample tells stuck from slow")
+    epoch: int | None = None
+    batch: int | None = None
+
+
+class RankEnv(_Evidence):
+    """Launch environment of a rank (RANK, WORLD_SIZE, MASTER_ADDR, NCCL_*, versions)."""
+
+    kind: Literal["rank_env"] = "rank_env"
+    variables: dict[str, str] = Field(default_factory=dict)
+
+
+class StepMetric(_Evidence):
+    """One step-time, throughput or loss observation."""
+
+    kind: Literal["step_metric"] = "step_metric"
+    run: str | None = Field(None, description="run label (file or world size) it belongs to")
+    step: int | None = None
+    epoch: int | None = None
+    step_time: float | None = Field(None, description="seconds per step")
+    data_time: float | None = Field(None, description="seconds per step waiting for data")
+    comm_time: float | None = None
+    compute_time: float | None = None
+    throughput: float | None = Field(None, description="samples or iterations per second")
+    loss: float | None = None
+    lr: float | None = None
+    world_size: int | None = None
+    local_batch: int | None = None
+    accumulation: int | None = None
+    steps_per_epoch: int | None = None
+
+
+class CheckpointContent(_Evidence):
+    """What a checkpoint holds and lacks, read without executing pickled code."""
+
+    kind: Literal["checkpoint_content"] = "checkpoint_content"
+    format: str
+    present: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    world_size: int | None = None
+    suspicious_globals: tuple[str, ...] = ()
+
+
+class MemoryState(_Evidence):
+    """Memory of a rank or host: bytes used and limits."""
+
+    kind: Literal["memory_state"] = "memory_state"
+    device: str = Field("host", description="'host' or a device such as cuda:0")
+    used_bytes: int | None = None
+    total_bytes: int | None = None
+    requested_bytes: int | None = None
+
+
+class ReportedSymptom(_Evidence):
+    """What the user said they saw (`--symptom`): a prior, never proof."""
+
+    kind: Literal["reported_symptom"] = "reported_symptom"
+    symptom: str
+
+
+Evidence = Annotated[
+    Union[
+        LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
+        RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom,
+    ],
+    Field(discriminator="kind"),
+]
+
+EVIDENCE_CLASSES: dict[str, type[_Evidence]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
+                RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom)
+}
+EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
+
+_LIST_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[Evidence])
+
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
+
+
+def expand_ranks(spec: str | int | list[int]) -> list[int]:
+    """Expand a compact rank list such as ``"0-2,4-7"`` into ranks."""
+    if isinstance(spec, int):
+        return [spec]
+    if isinstance(spec, list):
+        return [int(r) for r in spec]
+    ranks: list[int] = []
+    for part in str(spec).split(","):
+        m = _RANGE.match(part)
+        if not m:
+            raise ValueError(f"bad rank range {part!r} in {spec!r}")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ValueError(f"rank range {part!r} runs backwards")
+        ranks.extend(range(lo, hi + 1))
+    return ranks
+
+
+def parse_evidence(records: list[dict[str, Any]]) -> list[Any]:
+    """Validate plain dicts into evidence, expanding ``ranks: "0-3"`` into one record per rank.
+
+    ``members`` of a process group may also be given as a range string.
+    """
+    expanded: list[dict[str, Any]] = []
+    for rec in records:
+        rec = dict(rec)
+        if rec.get("kind") == "process_group" and isinstance(rec.get("members"), (str, int)):
+            rec["members"] = tuple(expand_ranks(rec["members"]))
+        if "ranks" in rec:
+            spec = rec.pop("ranks")
+            for r in expand_ranks(spec):
+                expanded.append({**rec, "rank": r})
+        else:
+            expanded.append(rec)
+    return _LIST_ADAPTER.validate_python(expanded)
+
+
+def dump_evidence(items: list[Any]) -> list[dict[str, Any]]:
+    """Plain JSON-able dicts of evidence, the inverse of `parse_evidence`."""
+    return _LIST_ADAPTER.dump_python(items, mode="json", exclude_none=True) if items else []

@@ -1,0 +1,1 @@
+"""In-process hook (standard library only)."""
