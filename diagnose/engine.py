@@ -1,12 +1,149 @@
-"""Evaluate the rule set over evidence and build the report (stub, being written)."""
+"""Evaluate the rule set over evidence and build the ranked report."""
 
 from __future__ import annotations
 
+import string
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from diagnose.report import Report, Skipped
+from diagnose.analyzers import crossrank, rankview
+from diagnose.context import Context
+from diagnose.evidence import ReportedSymptom
+from diagnose.predicates import REGISTRY, Binding, format_ranks
+from diagnose.report import Cause, EvidenceRef, Report, Skipped
+from diagnose.rulespec import Outcome, PredicateCall, Rule
+from diagnose.ruleset import RuleSet, load_ruleset
+from diagnose.scoring import apply_prior, combine, confidence_of, finding_score
+from diagnose.vocab import resolve_symptom
+
+MAX_EVIDENCE_PER_CAUSE = 8
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule outcome that fired, with what it bound."""
+
+    rule: Rule
+    outcome: Outcome
+    bindings: dict[str, Binding]
+    message: str
+
+    @property
+    def cause(self) -> str:
+        return self.outcome.cause
+
+    @property
+    def culprits(self) -> frozenset[int]:
+        b = self.bindings.get(self.outcome.culprits or "")
+        return b.ranks if b else frozenset()
+
+    @property
+    def symptom(self) -> str:
+        return self.outcome.symptom or self.rule.symptoms[0]
+
+
+def _check(call: PredicateCall, ctx: Context, bindings: dict[str, Binding]) -> bool:
+    result = REGISTRY[call.predicate].func(ctx, **call.params)
+    if call.negate:
+        return result is None
+    if result is None:
+        return False
+    bindings[call.bind or f"_{call.predicate}"] = result
+    return True
+
+
+def evaluate_rule(rule: Rule, ctx: Context) -> Finding | None:
+    """The first outcome of ``rule`` whose conditions hold, or None."""
+    if rule.status == "deprecated":
+        return None
+    bindings: dict[str, Binding] = {}
+    if not all(_check(call, ctx, bindings) for call in rule.match):
+        return None
+    for outcome in rule.outcomes:
+        local = dict(bindings)
+        if all(_check(call, ctx, local) for call in outcome.when):
+            return Finding(rule, outcome, local, render_message(outcome.message, local))
+    return None
+
+
+class _Fields(string.Formatter):
+    def __init__(self, bindings: dict[str, Binding]) -> None:
+        self.bindings = bindings
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        name, _, attr = field_name.partition(".")
+        b = self.bindings.get(name)
+        return (b.value(attr or "ranks") if b else "?"), field_name
+
+
+def render_message(template: str, bindings: dict[str, Binding]) -> str:
+    """Fill ``{binding.field}`` placeholders."""
+    return _Fields(bindings).format(template)
+
+
+def evaluate(ruleset: RuleSet, ctx: Context) -> list[Finding]:
+    """Every rule that fires; each rule walks indexes, so cost is linear in evidence, not ranks x rules."""
+    findings = []
+    for rule in ruleset.rules:
+        if rule.requires and not set(rule.requires) & ctx.kinds():
+            continue
+        finding = evaluate_rule(rule, ctx)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
+    """Group findings by cause, combine their scores, apply the symptom prior, order best first."""
+    groups: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[f.cause].append(f)
+    causes = []
+    for cause_id, group in groups.items():
+        group.sort(key=lambda f: -finding_score(f.outcome.confidence))
+        best = group[0]
+        scores = [finding_score(f.outcome.confidence, f.rule.status == "experimental") for f in group]
+        symptoms = {f.symptom for f in group} | {s for f in group for s in f.rule.symptoms}
+        score = apply_prior(combine(scores), best.outcome.confidence, symptoms, told)
+        culprits = sorted(set().union(*(f.culprits for f in group)))
+        causes.append(Cause(
+            id=cause_id, refines=best.outcome.refines, score=score, confidence=confidence_of(score),
+            symptom=best.symptom, ranks=culprits, summary=best.message, evidence=_cite(group),
+            fix=best.rule.fix, rules=[f.rule.id for f in group],
+            path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group)))
+    causes.sort(key=lambda c: (-c.score, c.id))
+    return causes
+
+
+def _path(f: Finding) -> str:
+    steps = [f"{name}={b.value('ranks')}" for name, b in f.bindings.items() if not name.startswith("_")]
+    return f"{' & '.join(steps) or 'evidence'} -> {f.rule.id} -> {f.cause}"
+
+
+def _cite(group: Sequence[Finding]) -> list[EvidenceRef]:
+    refs: list[EvidenceRef] = []
+    seen = set()
+    for f in group:
+        for b in f.bindings.values():
+            for e in b.evidence:
+                key = (e.provenance.source, e.provenance.line, e.rank)
+                if key in seen or e.kind == "reported_symptom":
+                    continue
+                seen.add(key)
+                refs.append(EvidenceRef(source=e.provenance.source, line=e.provenance.line, rank=e.rank,
+                                        host=e.provenance.host, text=(e.text or "")[:500]))
+    if not refs:
+        refs.append(EvidenceRef(text=group[0].message))
+    return refs[:MAX_EVIDENCE_PER_CAUSE]
+
+
+@lru_cache(maxsize=8)
+def _cached_ruleset(extra: tuple[str, ...]) -> RuleSet:
+    return load_ruleset([Path(p) for p in extra])
 
 
 def diagnose_evidence(
@@ -19,4 +156,34 @@ def diagnose_evidence(
     rule_dirs: Sequence[Path] = (),
 ) -> Report:
     """Run every rule over the evidence and return the ranked report."""
-    return Report(command=command, skipped=list(skipped), notes=list(notes))
+    told = set(resolve_symptom(symptom)) if symptom else set()
+    items = list(evidence)
+    items += crossrank.derive(items)
+    items += [ReportedSymptom(symptom=s, text=f"--symptom {symptom}") for s in sorted(told)]
+    ctx = Context(items)
+    ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
+    causes = rank_causes(evaluate(ruleset, ctx), told)
+    report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))
+    report.symptom = sorted(told)[0] if len(told) == 1 else (causes[0].symptom if causes else None)
+    report.next = _next_steps(ruleset, causes)
+    rankview.fill(report, ctx)
+    return report
+
+
+def _next_steps(ruleset: RuleSet, causes: Sequence[Cause]) -> list[str]:
+    """What to collect next time, from the rules behind the top causes (when they are close)."""
+    out: list[str] = []
+    top = causes[:3]
+    for cause in top:
+        for rid in cause.rules:
+            for item in ruleset.by_id[rid].collect_next:
+                if item not in out:
+                    out.append(item)
+    if not causes:
+        out.append("no rule matched: rerun with NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
+                   "@record on the entry point, and keep every rank's log (torchrun --log-dir)")
+    return out[:6]
+
+
+def describe_ranks(ranks: Iterable[int]) -> str:
+    return format_ranks(ranks)

@@ -126,6 +126,20 @@ class StepMetric(_Evidence):
     local_batch: int | None = None
     accumulation: int | None = None
     steps_per_epoch: int | None = None
+    epoch_time: float | None = Field(None, description="wall seconds of one epoch")
+    sync_time: float | None = Field(None, description="seconds per step in host-device syncs")
+    distributed: bool | None = Field(None, description="the source says several ranks, without a count")
+    batch: str | None = Field(None, description="sample ids the rank printed for this batch")
+
+
+class ScalingFact(_Evidence):
+    """A fact derived from step metrics by the scaling analyzer (shares, ratios, efficiencies)."""
+
+    kind: Literal["scaling_fact"] = "scaling_fact"
+    name: str = Field(description="fact name, e.g. data_wait_share, eta, dominant_term")
+    value: Scalar = Field(description="the number, flag or label")
+    run: str | None = Field(None, description="run label it belongs to")
+    world_size: int | None = None
 
 
 class CheckpointContent(_Evidence):
@@ -137,6 +151,9 @@ class CheckpointContent(_Evidence):
     missing: tuple[str, ...] = ()
     world_size: int | None = None
     suspicious_globals: tuple[str, ...] = ()
+    issues: tuple[str, ...] = Field((), description=(
+        "problem codes: missing_shard, stray_shard, truncated, torn_step, unreadable, "
+        "world_size_mismatch, key_mismatch, shape_mismatch, prefix_mismatch, dtype_mismatch"))
 
 
 class MemoryState(_Evidence):
@@ -159,7 +176,7 @@ class ReportedSymptom(_Evidence):
 Evidence = Annotated[
     Union[
         LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
-        RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom,
+        RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact,
     ],
     Field(discriminator="kind"),
 ]
@@ -167,7 +184,7 @@ Evidence = Annotated[
 EVIDENCE_CLASSES: dict[str, type[_Evidence]] = {
     cls.model_fields["kind"].default: cls
     for cls in (LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
-                RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom)
+                RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact)
 }
 EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 

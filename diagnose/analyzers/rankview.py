@@ -1,0 +1,53 @@
+"""The per-rank picture of a report: which ranks were seen, how each ended, the first failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagnose.context import Context
+from diagnose.report import EvidenceRef, RankState, RankSummary, Report
+
+MAX_TIMELINE = 12
+
+
+def fill(report: Report, ctx: Context) -> None:
+    """Fill ranks, rank_states and timeline of ``report`` from the evidence."""
+    seen = ctx.ranks_seen()
+    world = ctx.world_size_hint()
+    if world is None and seen:
+        world = max(seen) + 1 if len(seen) > 1 else None
+    missing = sorted(set(range(world)) - seen) if world else []
+    report.ranks = RankSummary(world_size=world, seen=sorted(seen), missing=missing)
+    culprits = {r for c in report.causes[:1] for r in c.ranks}
+    states: dict[int, str] = {}
+    for st in ctx.of("stack_sample"):
+        if st.rank is not None and st.sample == 0:
+            states[st.rank] = st.op or st.activity
+    for c in ctx.of("collective_state"):
+        if c.rank is not None:
+            states[c.rank] = f"{c.op or 'collective'} #{c.seq} {c.state}"
+    for ex in ctx.of("rank_exit"):
+        if ex.rank is not None:
+            states[ex.rank] = f"exited {ex.exitcode}" + (f" ({ex.signal})" if ex.signal else "")
+    for r in missing:
+        states.setdefault(r, "missing")
+    first = _first_failure(ctx)
+    report.rank_states = [RankState(rank=r, state=s, culprit=r in culprits, first_failure=r == first)
+                          for r, s in sorted(states.items())]
+    report.timeline = _timeline(ctx)
+
+
+def _first_failure(ctx: Context) -> int | None:
+    exits = [e for e in ctx.of("rank_exit") if e.rank is not None]
+    roots = [e for e in exits if e.root_cause]
+    if roots:
+        return roots[0].rank
+    timed = sorted((e for e in exits if e.time is not None), key=lambda e: e.time)
+    return timed[0].rank if timed else None
+
+
+def _timeline(ctx: Context) -> list[EvidenceRef]:
+    items: list[Any] = [e for e in ctx.of("rank_exit")] + [c for c in ctx.of("collective_state")]
+    items.sort(key=lambda e: (e.time is None, e.time or 0, e.rank if e.rank is not None else -1))
+    return [EvidenceRef(source=e.provenance.source, line=e.provenance.line, rank=e.rank, text=(e.text or "")[:300])
+            for e in items[:MAX_TIMELINE]]

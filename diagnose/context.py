@@ -1,0 +1,57 @@
+"""Evidence indexed for rule evaluation: by kind, by signature, by rank (built once per run)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+
+class Context:
+    """Read-only indexes over one run's evidence; predicates query it, never scan raw lists twice."""
+
+    def __init__(self, evidence: Iterable[Any]) -> None:
+        self.evidence = list(evidence)
+        self._by_kind: dict[str, list[Any]] = defaultdict(list)
+        self._by_signature: dict[str, list[Any]] = defaultdict(list)
+        for item in self.evidence:
+            self._by_kind[item.kind].append(item)
+            if item.kind == "log_line":
+                self._by_signature[item.signature].append(item)
+
+    def of(self, kind: str) -> list[Any]:
+        """Evidence of one kind."""
+        return self._by_kind.get(kind, [])
+
+    def lines(self, signature: str) -> list[Any]:
+        """Log lines of one signature."""
+        return self._by_signature.get(signature, [])
+
+    def kinds(self) -> frozenset[str]:
+        return frozenset(k for k, v in self._by_kind.items() if v)
+
+    def ranks_seen(self) -> set[int]:
+        """Ranks that left any evidence (a rank_status of missing/no_evidence does not count)."""
+        out = set()
+        for item in self.evidence:
+            if item.rank is None:
+                continue
+            if item.kind == "rank_status" and item.status in ("missing", "no_evidence"):
+                continue
+            out.add(item.rank)
+        return out
+
+    def world_size_hint(self) -> int | None:
+        """World size as the evidence states it (env, launcher banners, process group members)."""
+        sizes = []
+        for env in self.of("rank_env"):
+            value = env.variables.get("WORLD_SIZE")
+            if value and value.isdigit():
+                sizes.append(int(value))
+        for line in self.lines("ddp_member_banner"):
+            if isinstance(line.fields.get("world_size"), int):
+                sizes.append(line.fields["world_size"])
+        for pg in self.of("process_group"):
+            if pg.id in ("0", "default_pg"):
+                sizes.append(len(pg.members))
+        return max(sizes) if sizes else None

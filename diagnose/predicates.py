@@ -1,0 +1,271 @@
+"""The closed vocabulary of rule conditions: small, pure, tested functions registered by name.
+
+Each predicate takes the indexed evidence (`Context`) and keyword parameters, and
+returns a `Binding` (the ranks, evidence and fields it found) or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from diagnose.context import Context
+
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What a predicate found: culprit candidates, cited evidence, and fields for messages."""
+
+    ranks: frozenset[int] = frozenset()
+    evidence: tuple[Any, ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str) -> Any:
+        if name == "ranks":
+            return format_ranks(self.ranks)
+        if name == "count":
+            return self.fields.get("count", len(self.evidence))
+        return self.fields.get(name, "?")
+
+
+@dataclass(frozen=True)
+class PredicateInfo:
+    func: Callable[..., Binding | None]
+    binds: frozenset[str]
+    kinds: frozenset[str]
+
+
+REGISTRY: dict[str, PredicateInfo] = {}
+
+
+def predicate(*, binds: Iterable[str] = (), kinds: Iterable[str] = ()) -> Callable[..., Any]:
+    """Register a predicate under its function name, with the fields it binds and the kinds it reads."""
+    def wrap(func: Callable[..., Binding | None]) -> Callable[..., Binding | None]:
+        REGISTRY[func.__name__] = PredicateInfo(func, frozenset(binds) | {"ranks", "count"}, frozenset(kinds))
+        return func
+    return wrap
+
+
+def format_ranks(ranks: Iterable[int]) -> str:
+    """Compact rank list: ``0-3,7``."""
+    ordered = sorted(set(ranks))
+    if not ordered:
+        return "none"
+    parts, start, prev = [], ordered[0], ordered[0]
+    for r in ordered[1:] + [None]:  # type: ignore[list-item]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return ",".join(parts)
+
+
+def _ranks_of(items: Iterable[Any]) -> frozenset[int]:
+    return frozenset(e.rank for e in items if e.rank is not None)
+
+
+def _parse_rank_list(text: Any) -> frozenset[int]:
+    return frozenset(int(t) for t in str(text).replace(" ", "").split(",") if t.isdigit())
+
+
+@predicate(binds=("signature", "frames", "message", "seq", "op"), kinds=("log_line",))
+def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | None = None,
+                  frames_any: Sequence[str] = (), min_count: int = 1) -> Binding | None:
+    """Log lines matched one of the named signatures (optionally with field values and traceback frames)."""
+    hits = []
+    for name in names:
+        for line in ctx.lines(name):
+            if where and any(str(line.fields.get(k)) not in _as_strs(v) for k, v in where.items()):
+                continue
+            if frames_any and not _frames_match(line.fields.get("frames", ""), frames_any):
+                continue
+            hits.append(line)
+    if len(hits) < min_count:
+        return None
+    hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
+    first = hits[0]
+    fields = {**first.fields, "signature": first.signature, "count": len(hits)}
+    return Binding(_ranks_of(hits), tuple(hits[:50]), fields)
+
+
+def _as_strs(value: Any) -> set[str]:
+    return {str(v) for v in value} if isinstance(value, list) else {str(value)}
+
+
+def _frames_match(frames: Any, wanted: Sequence[str]) -> bool:
+    names = {f.lower() for f in str(frames).split(",")}
+    return any(w.lower() in names or any(w.lower() in n for n in names) for w in wanted)
+
+
+@predicate(binds=("exitcode", "signal"), kinds=("rank_exit",))
+def rank_exited(ctx: Context, signals: Sequence[str] = (), exitcodes: Sequence[int] = (),
+                without_error_file: bool = False, exclude_signals: Sequence[str] = ()) -> Binding | None:
+    """Ranks ended with one of the signals or exit codes (any non-zero when neither is given)."""
+    found = []
+    for ex in ctx.of("rank_exit"):
+        sig = ex.signal or SIGNALS.get(-(ex.exitcode or 0))
+        if exclude_signals and sig in exclude_signals:
+            continue
+        if signals or exitcodes:
+            if sig not in signals and ex.exitcode not in exitcodes:
+                continue
+        elif not ex.exitcode:
+            continue
+        if without_error_file and ex.error_file:
+            continue
+        found.append(ex)
+    if not found:
+        return None
+    first = found[0]
+    sig = first.signal or SIGNALS.get(-(first.exitcode or 0), "")
+    return Binding(_ranks_of(found), tuple(found), {"exitcode": first.exitcode, "signal": sig or "no signal"})
+
+
+@predicate(binds=("op", "seq", "numel", "victims"), kinds=("collective_state",))
+def collective_timed_out(ctx: Context, ops: Sequence[str] = (), max_numel: int | None = None,
+                         min_numel: int | None = None) -> Binding | None:
+    """A collective timed out on some rank (watchdog / gloo), optionally of given ops or sizes."""
+    hits = [c for c in ctx.of("collective_state") if c.state == "timed_out"
+            and (not ops or (c.op or "").lower() in ops)]
+    if max_numel is not None:
+        hits = [c for c in hits if c.shape is not None and int(c.shape) <= max_numel]
+    if min_numel is not None:
+        hits = [c for c in hits if c.shape is not None and int(c.shape) >= min_numel]
+    if not hits:
+        return None
+    first = hits[0]
+    return Binding(_ranks_of(hits), tuple(hits[:50]), {
+        "op": first.op or "a collective", "seq": first.seq if first.seq is not None else "?",
+        "numel": first.shape or "?", "victims": format_ranks(_ranks_of(hits)), "count": len(hits)})
+
+
+@predicate(binds=("seq", "behind"), kinds=("collective_state",))
+def rank_behind_in_sequence(ctx: Context) -> Binding | None:
+    """Ranks whose last enqueued collective is behind the others' (they never launched it)."""
+    states = [c for c in ctx.of("collective_state") if c.last_enqueued is not None and c.rank is not None]
+    if len(states) < 2:
+        return None
+    top = max(c.last_enqueued for c in states)
+    behind = [c for c in states if c.last_enqueued < top]
+    if not behind or len(behind) == len(states):
+        return None
+    return Binding(_ranks_of(behind), tuple(behind), {"seq": top, "behind": format_ranks(_ranks_of(behind))})
+
+
+@predicate(binds=("seq",), kinds=("collective_state",))
+def victims_ran_ahead(ctx: Context, min_gap: int = 1) -> Binding | None:
+    """Timed-out ranks had already enqueued later work: they were waiting on a peer, not stuck alone."""
+    ahead = [c for c in ctx.of("collective_state")
+             if c.seq is not None and c.last_enqueued is not None and c.last_enqueued - c.seq >= min_gap]
+    if not ahead:
+        return None
+    return Binding(_ranks_of(ahead), tuple(ahead[:20]), {"seq": ahead[0].seq})
+
+
+@predicate(binds=("signature",), kinds=("log_line",))
+def culprits_named(ctx: Context, names: Sequence[str]) -> Binding | None:
+    """Lines of the named signatures name culprit ranks in a ``culprits`` field."""
+    ranks: set[int] = set()
+    hits = []
+    for name in names:
+        for line in ctx.lines(name):
+            found = _parse_rank_list(line.fields.get("culprits", ""))
+            if found:
+                ranks |= found
+                hits.append(line)
+    if not ranks:
+        return None
+    return Binding(frozenset(ranks), tuple(hits[:20]), {"signature": hits[0].signature})
+
+
+@predicate(binds=("pair",), kinds=("log_line",))
+def mismatch_pair(ctx: Context) -> Binding | None:
+    """A DETAIL fingerprint mismatch: the reporting rank's peer is the odd one out."""
+    hits = ctx.lines("collective_fingerprint_mismatch")
+    if not hits:
+        return None
+    counts: dict[int, int] = {}
+    for h in hits:
+        for key in ("rank_a", "rank_b"):
+            if isinstance(h.fields.get(key), int):
+                counts[h.fields[key]] = counts.get(h.fields[key], 0) + 1
+    reporters = _ranks_of(hits)
+    others = {r for r in counts if r not in reporters} or set(counts)
+    culprit = min(others) if len(others) == 1 or not counts else min(others, key=lambda r: -counts[r])
+    f = hits[0].fields
+    pair = f"{f.get('op', '?')} on rank {f.get('rank_a', '?')} vs {f.get('op_b', '?')} on rank {f.get('rank_b', '?')}"
+    return Binding(frozenset({culprit}), tuple(hits[:10]), {"pair": pair, "seq": f.get("seq")})
+
+
+@predicate(binds=("symptom",), kinds=("reported_symptom",))
+def reported_symptom(ctx: Context, symptoms: Sequence[str]) -> Binding | None:
+    """The user said they saw one of these symptoms (--symptom)."""
+    hits = [s for s in ctx.of("reported_symptom") if s.symptom in symptoms]
+    if not hits:
+        return None
+    return Binding(frozenset(), tuple(hits), {"symptom": hits[0].symptom})
+
+
+@predicate(binds=("expected", "seen", "missing"), kinds=("log_line", "rank_status"))
+def ranks_never_arrived(ctx: Context) -> Binding | None:
+    """Fewer ranks showed up than the world size says (banners, store client counts, rank status)."""
+    expected, seen, cited = ctx.world_size_hint(), set(ctx.ranks_seen()), []
+    for line in ctx.lines("store_clients_missing"):
+        expected = max(expected or 0, int(line.fields.get("expected", 0)))
+        cited.append(line)
+    missing = {s.rank for s in ctx.of("rank_status") if s.status in ("missing", "no_evidence") and s.rank is not None}
+    cited += [s for s in ctx.of("rank_status") if s.rank in missing]
+    if expected and seen:
+        missing |= set(range(expected)) - seen
+    if not missing and not cited:
+        return None
+    cited += ctx.lines("ddp_member_banner")[:8]
+    return Binding(frozenset(missing), tuple(cited), {
+        "expected": expected or "?", "seen": format_ranks(seen), "missing": format_ranks(missing) if missing else "?"})
+
+
+@predicate(binds=("nproc", "devices"), kinds=("log_line",))
+def more_processes_than_devices(ctx: Context) -> Binding | None:
+    """The launcher starts more processes per node than GPUs are visible."""
+    nproc = ctx.lines("launch_nproc_per_node")
+    visible = ctx.lines("cuda_visible_devices_setting")
+    if not nproc or not visible:
+        return None
+    n = int(nproc[0].fields.get("nproc", 0))
+    devices = str(visible[0].fields.get("devices", ""))
+    count = len([d for d in devices.split(",") if d])
+    if n <= count:
+        return None
+    return Binding(frozenset(range(count, n)), (nproc[0], visible[0]), {"nproc": n, "devices": count})
+
+
+@predicate(binds=("values",), kinds=("log_line",))
+def values_differ(ctx: Context, signature: str, field: str) -> Binding | None:
+    """A field of one signature takes different values across ranks or files (e.g. versions)."""
+    lines = ctx.lines(signature)
+    values = {str(line.fields.get(field)) for line in lines if line.fields.get(field) is not None}
+    if len(values) < 2:
+        return None
+    return Binding(_ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
+
+
+@predicate(binds=("exc_type", "message"), kinds=("log_line",))
+def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = ()) -> Binding | None:
+    """Ranks that raised an exception of their own (not one that only reports a peer's failure)."""
+    ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)}
+    hits = [e for e in ctx.lines("python_exception")
+            if e.rank is not None and (e.provenance.source, e.provenance.line) not in ignored
+            and str(e.fields.get("exc_type", "")).rsplit(".", 1)[-1] not in ignore_types]
+    if not hits:
+        return None
+    first = hits[0]
+    return Binding(_ranks_of(hits), tuple(hits[:10]),
+                   {"exc_type": first.fields.get("exc_type", "?"), "message": str(first.fields.get("message", ""))[:160]})
+
+
+from diagnose import predicates_stacks as _live  # noqa: E402,F401  (registers the live-probe predicates)

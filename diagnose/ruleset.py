@@ -1,0 +1,150 @@
+"""The validated rule set: rules, signatures and predicates cross-checked, with every error located."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from diagnose.errors import RuleError, RuleLocation, RuleSetError
+from diagnose.evidence import EVIDENCE_KINDS
+from diagnose.predicates import REGISTRY
+from diagnose.rulespec import PredicateCall, Rule, load_rules
+from diagnose.signatures import SignatureSet, load_signatures
+from diagnose.vocab import CAUSES, SYMPTOMS
+from diagnose.yamlload import builtin_rules_dir
+
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+_ROW = re.compile(r"^\| `([A-Za-z]\.[\w.-]+)` \|", re.M)
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule]
+    signatures: SignatureSet
+    by_id: dict[str, Rule] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_id = {r.id: r for r in self.rules}
+
+
+@lru_cache(maxsize=1)
+def runbook_rows() -> dict[str, str]:
+    """Runbook row ids (from the shipped copy of ROWS.md) -> 'symptom' or 'contract'."""
+    text = (builtin_rules_dir() / "runbook_rows.md").read_text(encoding="utf-8")
+    symptom_part, _, contract_part = text.partition("## Contracts")
+    rows = {r: "symptom" for r in _ROW.findall(symptom_part)}
+    rows.update({r: "contract" for r in _ROW.findall(contract_part)})
+    return rows
+
+
+def load_ruleset(extra_dirs: Iterable[Path] = ()) -> RuleSet:
+    """Load rules and signatures and cross-check them; raise RuleSetError with every problem."""
+    extra = list(extra_dirs)
+    errors: list[RuleError] = []
+    try:
+        sigs = load_signatures([d / "signatures" for d in extra if (d / "signatures").is_dir()])
+    except RuleSetError as exc:
+        errors += exc.errors
+        sigs = SignatureSet([])
+    try:
+        rules = load_rules(extra)
+    except RuleSetError as exc:
+        errors += exc.errors
+        rules = []
+    errors += validate(rules, sigs)
+    if errors:
+        raise RuleSetError(errors)
+    return RuleSet(rules, sigs)
+
+
+def validate(rules: list[Rule], sigs: SignatureSet) -> list[RuleError]:
+    """Cross checks: ids, causes, symptoms, kinds, predicates, signatures, placeholders, branches."""
+    errors: list[RuleError] = []
+    seen: dict[str, str] = {}
+    rows = runbook_rows()
+    for rule in rules:
+        loc = RuleLocation(rule.source, rule.line)
+
+        def err(msg: str, hint: str | None = None, _loc: RuleLocation = loc) -> None:
+            errors.append(RuleError(msg, _loc, hint))
+
+        for rid in (rule.id, *rule.aliases):
+            if rid in seen:
+                err(f"duplicate rule id {rid!r} (also in {seen[rid]})", "to rename one of them")
+            seen[rid] = rule.source
+        for kind in rule.requires:
+            if kind not in EVIDENCE_KINDS:
+                err(f"unknown evidence kind {kind!r}", f"one of {sorted(EVIDENCE_KINDS)}")
+        for s in rule.symptoms:
+            if s not in SYMPTOMS:
+                err(f"unknown symptom {s!r}", "an id from CAUSES.md")
+        for row in rule.runbook:
+            if row not in rows:
+                err(f"unknown runbook row {row!r}", "an id from runbooks/ROWS.md")
+        bound = _check_calls(rule.match, sigs, err)
+        for idx, outcome in enumerate(rule.outcomes):
+            names = bound | _check_calls(outcome.when, sigs, err)
+            _check_outcome(outcome, names, rule, idx, err)
+    return errors
+
+
+def _check_outcome(outcome, names: dict[str, PredicateCall], rule: Rule, idx: int, err) -> None:  # noqa: ANN001
+    if outcome.cause not in CAUSES and (outcome.refines is None or outcome.refines not in CAUSES):
+        err(f"unknown cause {outcome.cause!r}", "an id from CAUSES.md, or a finer id with refines:")
+    if outcome.symptom and outcome.symptom not in SYMPTOMS:
+        err(f"unknown symptom {outcome.symptom!r}")
+    if outcome.culprits and outcome.culprits not in names:
+        err(f"culprits names unbound {outcome.culprits!r}", "to bind it with 'as:'")
+    for ph in _PLACEHOLDER.findall(outcome.message):
+        name, _, attr = ph.partition(".")
+        call = names.get(name)
+        if call is None:
+            err(f"message placeholder {{{ph}}} is not bound", "to bind it with 'as:' in match or when")
+        elif attr and attr not in REGISTRY[call.predicate].binds and not _signature_field(call, attr):
+            err(f"placeholder {{{ph}}}: {call.predicate} binds no field {attr!r}")
+    if idx < len(rule.outcomes) - 1 and not outcome.when:
+        err(f"outcome {idx + 1} has no 'when' so the outcomes after it can never fire",
+            "to put the unconditional outcome last")
+
+
+def _signature_field(call: PredicateCall, attr: str) -> bool:
+    from diagnose.signatures import Signature  # noqa: F401  (fields come from extract groups)
+
+    names = call.params.get("names") or []
+    sigs = _SIGS_FOR_CHECK
+    for n in names:
+        sig = sigs.by_name.get(n) if sigs else None
+        if sig is not None and attr in re.compile(sig.extract or sig.detect).groupindex:
+            return True
+    return False
+
+
+_SIGS_FOR_CHECK: SignatureSet | None = None
+
+
+def _check_calls(calls: Iterable[PredicateCall], sigs: SignatureSet, err) -> dict[str, PredicateCall]:  # noqa: ANN001
+    global _SIGS_FOR_CHECK
+    _SIGS_FOR_CHECK = sigs
+    bound: dict[str, PredicateCall] = {}
+    for call in calls:
+        info = REGISTRY.get(call.predicate)
+        if info is None:
+            err(f"unknown predicate {call.predicate!r}", f"one of {sorted(REGISTRY)}")
+            continue
+        params = inspect.signature(info.func).parameters
+        for p in call.params:
+            if p not in params or p == "ctx":
+                err(f"{call.predicate}: unknown parameter {p!r}", f"one of {sorted(set(params) - {'ctx'})}")
+        for key in ("names",):
+            for name in call.params.get(key, []) or []:
+                if name not in sigs.by_name:
+                    err(f"{call.predicate}: unknown signature {name!r}", "a name from rules/signatures/")
+        if call.params.get("signature") and call.params["signature"] not in sigs.by_name:
+            err(f"{call.predicate}: unknown signature {call.params['signature']!r}")
+        if call.bind and not call.negate:
+            bound[call.bind] = call
+    return bound

@@ -1,0 +1,126 @@
+"""Multi-pattern scanning of log buffers: Hyperscan over mmapped files, Python ``re`` as fallback.
+
+The scan only finds candidate lines (signature id, end offset); fields are
+extracted with each signature's own regex on the hit lines alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from diagnose.signatures import Signature, SignatureSet
+
+MAX_LINE = 4096          # bytes of a hit line kept as evidence text
+MAX_HITS_PER_SIGNATURE = 200
+TRACEBACK_LOOKBACK = 24_000
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+try:  # the fast engine is optional: a correct fallback exists
+    import hyperscan  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - exercised where the wheel is missing
+    hyperscan = None
+
+
+@dataclass
+class Hit:
+    """One line that matched one signature."""
+
+    signature: str
+    line_no: int
+    text: str
+    fields: dict[str, Any]
+
+
+@dataclass
+class BufferScan:
+    """What a scan of one buffer found."""
+
+    hits: list[Hit] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+class Scanner:
+    """Scans buffers for every signature at once."""
+
+    def __init__(self, signatures: SignatureSet, engine: str | None = None) -> None:
+        self.signatures = signatures
+        self.engine = engine or ("hyperscan" if hyperscan is not None else "re")
+
+    @cached_property
+    def _hs_db(self) -> Any:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        exprs = [s.detect.encode() for s in self.signatures.signatures]
+        ml = hyperscan.HS_FLAG_MULTILINE
+        flags = [ml | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0) for s in self.signatures.signatures]
+        db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+        return db
+
+    @cached_property
+    def _re_any(self) -> re.Pattern[bytes]:
+        parts = []
+        for s in self.signatures.signatures:
+            prefix = "(?i)" if s.caseless else ""
+            parts.append(f"(?:{prefix}{s.detect})" if not prefix else f"(?i:{s.detect})")
+        return re.compile("|".join(parts).encode(errors="replace"), re.MULTILINE)
+
+    def candidates(self, buf: Any) -> dict[int, set[int]]:
+        """Map line-start offset -> signature indexes that may match there."""
+        found: dict[int, set[int]] = {}
+        if self.engine == "hyperscan" and len(buf):
+            def on_match(sig_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:
+                start = buf.rfind(b"\n", 0, end) + 1
+                found.setdefault(start, set()).add(sig_id)
+            self._hs_db.scan(buf, match_event_handler=on_match)
+            return found
+        every = set(range(len(self.signatures)))  # the exact regexes decide on each candidate line
+        for m in self._re_any.finditer(buf):
+            found[buf.rfind(b"\n", 0, m.start()) + 1] = every
+        return found
+
+    def scan_buffer(self, buf: Any) -> BufferScan:
+        """Find every signature hit in ``buf`` (bytes or mmap), with line numbers and fields."""
+        result = BufferScan()
+        sigs = self.signatures.signatures
+        counts: dict[str, int] = {}
+        line_no, pos = 1, 0
+        candidates = self.candidates(buf)
+        for start in sorted(candidates):
+            line_no += buf.count(b"\n", pos, start)
+            pos = start
+            end = buf.find(b"\n", start, start + MAX_LINE)
+            text = bytes(buf[start:end if end >= 0 else start + MAX_LINE]).decode("utf-8", "replace")
+            text = text.rstrip("\r")
+            for sig_idx in sorted(candidates[start]):
+                sig = sigs[sig_idx]
+                fields = sig.match(text)
+                if fields is None:
+                    continue
+                counts[sig.name] = counts.get(sig.name, 0) + 1
+                if counts[sig.name] > MAX_HITS_PER_SIGNATURE:
+                    result.dropped[sig.name] = result.dropped.get(sig.name, 0) + 1
+                    continue
+                if sig.traceback:
+                    fields = {**fields, **_traceback_fields(buf, start)}
+                result.hits.append(Hit(sig.name, line_no, text, fields))
+        return result
+
+
+def _traceback_fields(buf: Any, start: int) -> dict[str, Any]:
+    """Function names of the traceback frames just above a line (innermost last)."""
+    lo = max(0, start - TRACEBACK_LOOKBACK)
+    chunk = bytes(buf[lo:start]).decode("utf-8", "replace")
+    frames = _FRAME.findall(chunk)
+    if not frames:
+        return {}
+    names = [f[2] for f in frames[-30:]]
+    files = [os.path.basename(f[0]) for f in frames[-30:]]
+    return {"frames": ",".join(names), "frame_files": ",".join(files)}
+
+
+def signature_expressions(signatures: SignatureSet) -> list[Signature]:
+    """The signatures in scan order (exported for benchmarks that compare with grep)."""
+    return list(signatures.signatures)

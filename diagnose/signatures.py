@@ -1,0 +1,155 @@
+"""Named log signatures: the only place regexes live, loaded from rules/signatures/*.yaml.
+
+Each signature has a ``detect`` expression (a Hyperscan-compatible regex without
+named groups, used by the multi-pattern scan), an optional ``extract`` regex with
+named groups (Python ``re``, run only on lines that were hit), examples that must
+match with their fields, and near misses that must not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from diagnose.errors import RuleError, RuleLocation, RuleSetError
+from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
+
+
+class Example(BaseModel):
+    """A line a signature must match, with the fields it must extract."""
+
+    model_config = ConfigDict(extra="forbid")
+    line: str
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class Signature(BaseModel):
+    """One named pattern."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    component: str = Field(description="who emits it: torch, nccl, torchrun, slurm, kernel, python, ...")
+    description: str
+    detect: str = Field(description="Hyperscan-compatible regex, no capture names")
+    extract: str | None = Field(None, description="Python regex with named groups, run on hit lines")
+    caseless: bool = False
+    traceback: bool = Field(False, description="also collect the traceback frames above the line")
+    fields: dict[str, str] = Field(default_factory=dict, description="type of each extracted field: int|float|str")
+    examples: tuple[Example, ...] = Field(min_length=1)
+    counter_examples: tuple[str, ...] = Field(min_length=1)
+    source: str | None = None
+    line: int | None = None
+
+    @field_validator("detect", "extract")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            re.compile(value)
+        return value
+
+    @cached_property
+    def extractor(self) -> re.Pattern[str]:
+        flags = re.IGNORECASE if self.caseless else 0
+        return re.compile(self.extract or self.detect, flags)
+
+    @cached_property
+    def detector(self) -> re.Pattern[str]:
+        return re.compile(self.detect, re.IGNORECASE if self.caseless else 0)
+
+    def match(self, line: str) -> dict[str, Any] | None:
+        """Fields of ``line`` when it matches, else None."""
+        if not self.detector.search(line):
+            return None
+        m = self.extractor.search(line)
+        if m is None:
+            return {}
+        out: dict[str, Any] = {}
+        for key, val in m.groupdict().items():
+            if val is None:
+                continue
+            kind = self.fields.get(key, "str")
+            try:
+                out[key] = int(val) if kind == "int" else float(val) if kind == "float" else val.strip()
+            except ValueError:
+                out[key] = val
+        return out
+
+
+class SignatureSet:
+    """All signatures, indexed by name, with a digest for caching compiled scanners."""
+
+    def __init__(self, signatures: Iterable[Signature]) -> None:
+        self.signatures: tuple[Signature, ...] = tuple(signatures)
+        self.by_name = {s.name: s for s in self.signatures}
+
+    @cached_property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for s in self.signatures:
+            h.update(f"{s.name}\0{s.detect}\0{s.caseless}\n".encode())
+        return h.hexdigest()[:16]
+
+    def __len__(self) -> int:
+        return len(self.signatures)
+
+
+def builtin_signature_dir() -> Path:
+    """Folder of the signature files shipped with the package."""
+    return builtin_rules_dir() / "signatures"
+
+
+def load_signatures(dirs: Iterable[Path] = ()) -> SignatureSet:
+    """Load and validate every signature file; collect all errors before raising."""
+    errors: list[RuleError] = []
+    sigs: list[Signature] = []
+    seen: dict[str, str] = {}
+    for directory in [builtin_signature_dir(), *dirs]:
+        for path in sorted(Path(directory).glob("*.yaml")):
+            for sig in _load_file(path, errors):
+                where = f"{path}:{sig.line}"
+                if sig.name in seen:
+                    errors.append(RuleError(f"duplicate signature {sig.name!r} (also {seen[sig.name]})",
+                                            RuleLocation(str(path), sig.line), "to rename one"))
+                    continue
+                seen[sig.name] = where
+                sigs.append(sig)
+    if errors:
+        raise RuleSetError(errors)
+    return SignatureSet(sigs)
+
+
+def _load_file(path: Path, errors: list[RuleError]) -> list[Signature]:
+    try:
+        doc, lines = load_yaml_with_lines(path)
+    except RuleError as exc:
+        errors.append(exc)
+        return []
+    items = (doc or {}).get("signatures") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        errors.append(RuleError("expected a mapping with a 'signatures:' list", RuleLocation(str(path), 1)))
+        return []
+    out = []
+    for idx, item in enumerate(items):
+        line = lines.get(("signatures", idx))
+        try:
+            sig = Signature.model_validate({**item, "source": str(path), "line": line})
+        except (ValidationError, re.error, TypeError) as exc:
+            errors.append(RuleError(_first_error(exc), RuleLocation(str(path), line)))
+            continue
+        out.append(sig)
+    return out
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        return f"{loc}: {err['msg']}"
+    return str(exc)

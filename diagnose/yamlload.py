@@ -1,0 +1,49 @@
+"""YAML loading that remembers the line of every node, for located errors."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from diagnose.errors import RuleError, RuleLocation
+
+LinePath = tuple[Any, ...]
+
+
+def builtin_rules_dir() -> Path:
+    """Folder of the rule files shipped with the package (repo `rules/`)."""
+    return Path(str(resources.files("diagnose.rules")))
+
+
+def load_yaml_with_lines(path: Path) -> tuple[Any, dict[LinePath, int]]:
+    """Parse ``path``; return the data and a map from key paths to 1-based lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise RuleError(f"invalid YAML: {getattr(exc, 'problem', exc)}", RuleLocation(str(path), line)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"cannot read: {exc}", RuleLocation(str(path))) from None
+    lines: dict[LinePath, int] = {}
+    if node is not None:
+        _walk(node, (), lines)
+    return data, lines
+
+
+def _walk(node: yaml.Node, path: LinePath, lines: dict[LinePath, int]) -> None:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _walk(value_node, (*path, key), lines)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for idx, child in enumerate(node.value):
+            _walk(child, (*path, idx), lines)

@@ -1,0 +1,177 @@
+"""The log probe: turns the files a run left behind into LogLine evidence.
+
+Files are scanned in parallel for every signature at once; fields are extracted
+on hit lines only. Ranks come from line prefixes (``[rank3]:``), launcher prefixes,
+file names, and what the line itself says. Evidence files written by the live probe
+or the library hook (``*.jsonl`` evidence, per-rank report JSON) are loaded as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+from diagnose.evidence import LogLine, Provenance, parse_evidence
+from diagnose.scanner import Scanner
+from diagnose.signatures import SignatureSet, load_signatures
+from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
+from diagnose.probes.files import OpenedBuffer, Skip, open_buffer, total_size, walk
+
+PARALLEL_BYTES = 48 << 20  # below this, a process pool costs more than it saves
+
+
+@dataclass
+class ProbeResult:
+    """Evidence a probe collected, and what it could not read."""
+
+    evidence: list[Any] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def _rank_patterns() -> tuple[list[re.Pattern[str]], list[re.Pattern[str]]]:
+    data, _ = load_yaml_with_lines(builtin_rules_dir() / "rank_sources.yaml")
+    paths = [re.compile(p, re.IGNORECASE) for p in data["path_patterns"]]
+    prefixes = [re.compile(p) for p in data["line_prefixes"]]
+    return paths, prefixes
+
+
+def rank_from_path(path: str) -> int | None:
+    """Rank named by a file or folder name (rank3.log, rank-3/, attempt_0/3/stderr.log)."""
+    for pat in _rank_patterns()[0]:
+        m = pat.search(path)
+        if m:
+            return int(m.group("rank"))
+    return None
+
+
+def rank_from_line(text: str) -> int | None:
+    """Rank named by a line prefix such as ``[rank3]:`` or ``[default3]:``."""
+    for pat in _rank_patterns()[1]:
+        m = pat.match(text)
+        if m:
+            return int(m.group("rank"))
+    return None
+
+
+def _scan_one(args: tuple[str, Scanner]) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
+    path, scanner = args
+    opened = open_buffer(Path(path))
+    if isinstance(opened, Skip):
+        return [], [opened], []
+    try:
+        return _records(path, scanner, opened)
+    finally:
+        opened.close()
+
+
+def _records(path: str, scanner: Scanner, opened: OpenedBuffer) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
+    result = scanner.scan_buffer(opened.data)
+    file_rank = rank_from_path(path)
+    records = []
+    for hit in result.hits:
+        rank = rank_from_line(hit.text)
+        fields = dict(hit.fields)
+        if rank is None:
+            rank = fields.get("rank") if isinstance(fields.get("rank"), int) else file_rank
+        records.append({
+            "kind": "log_line", "signature": hit.signature, "rank": rank, "fields": fields,
+            "text": hit.text[:2000], "provenance": {"probe": "logs", "source": path, "line": hit.line_no},
+        })
+    notes = [opened.note] if opened.note else []
+    notes += [f"{path}: {n} more '{sig}' lines not kept" for sig, n in result.dropped.items()]
+    return records, [], notes
+
+
+class LogProbe:
+    """Reads logs, NCCL debug output, Slurm/kernel messages and evidence files."""
+
+    name: ClassVar[str] = "logs"
+    produces: ClassVar[frozenset[str]] = frozenset({"log_line"})
+
+    def __init__(self, signatures: SignatureSet | None = None, workers: int | None = None) -> None:
+        self.signatures = signatures or load_signatures()
+        self.scanner = Scanner(self.signatures)
+        self.workers = workers or os.cpu_count() or 1
+
+    def applies_to(self, paths: Iterable[Path]) -> bool:
+        return any(Path(p).exists() for p in paths)
+
+    def collect(self, paths: Iterable[Path]) -> ProbeResult:
+        """Scan every file under ``paths``; bad input becomes a skipped entry, never an exception."""
+        files, skips = walk(paths)
+        out = ProbeResult(skipped=list(skips))
+        logs = []
+        for f in files:
+            if _is_evidence_file(f):
+                self._load_evidence_file(f, out)
+            else:
+                logs.append(str(f))
+        records: list[dict[str, Any]] = []
+        for recs, skipped, notes in self._scan_all(logs):
+            records.extend(recs)
+            out.skipped.extend(skipped)
+            out.notes.extend(notes)
+        out.evidence.extend(parse_evidence(records))
+        return out
+
+    def _scan_all(self, logs: list[str]) -> Iterable[tuple[list[dict[str, Any]], list[Skip], list[str]]]:
+        jobs = [(p, self.scanner) for p in logs]
+        if self.workers > 1 and len(logs) > 1 and total_size(Path(p) for p in logs) > PARALLEL_BYTES:
+            import multiprocessing
+
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+                yield from pool.map(_scan_one, jobs, chunksize=max(1, len(jobs) // (self.workers * 8)))
+        else:
+            for job in jobs:
+                yield _scan_one(job)
+
+    def _load_evidence_file(self, path: Path, out: ProbeResult) -> None:
+        try:
+            text = path.read_text(encoding="utf-8")
+            if path.suffix == ".jsonl":
+                records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                records = json.loads(text).get("evidence") or []
+            out.evidence.extend(parse_evidence(records))
+        except Exception as exc:  # noqa: BLE001 - a bad evidence file is a skipped input
+            out.skipped.append(Skip(str(path), f"invalid evidence file: {str(exc)[:200]}"))
+
+
+def _is_evidence_file(path: Path) -> bool:
+    """Evidence saved by the live probe (evidence.jsonl) or per-rank hook reports (rank-N.json)."""
+    if path.name.endswith("evidence.jsonl"):
+        return True
+    if path.suffix == ".json" and path.name.startswith("rank-"):
+        try:
+            with path.open("rb") as fh:
+                return b'"diagnose.report/' in fh.read(4096)
+        except OSError:
+            return False
+    return False
+
+
+def scan_text(text: str, source: str = "<text>", rank: int | None = None) -> list[LogLine]:
+    """Scan an in-memory text (e.g. a formatted exception) with every signature."""
+    scanner = Scanner(load_signatures_cached())
+    out = []
+    for hit in scanner.scan_buffer(text.encode("utf-8", "replace")).hits:
+        line_rank = rank_from_line(hit.text)
+        out.append(LogLine(signature=hit.signature, fields=hit.fields, text=hit.text[:2000],
+                           rank=line_rank if line_rank is not None else rank,
+                           provenance=Provenance(probe="logs", source=source, line=hit.line_no)))
+    return out
+
+
+@lru_cache(maxsize=1)
+def load_signatures_cached() -> SignatureSet:
+    return load_signatures()

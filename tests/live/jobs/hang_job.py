@@ -1,0 +1,92 @@
+"""A tiny gloo job that hangs in a chosen way (LIVE_SCENARIO), for live probe tests.
+
+Each rank touches ``$LIVE_MARK_DIR/rank<N>.ready`` just before the call that hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+SCENARIO = os.environ.get("LIVE_SCENARIO", "skip_allreduce")
+MARKS = Path(os.environ.get("LIVE_MARK_DIR", "."))
+TIMEOUT = float(os.environ.get("LIVE_PG_TIMEOUT", "8"))
+
+
+def ready(rank: int) -> None:
+    """Tell the test this rank reached its hanging call."""
+    (MARKS / f"rank{rank}.ready").write_text(str(os.getpid()))
+
+
+def save_checkpoint(rank: int) -> None:
+    """A 'checkpoint' that takes far too long."""
+    ready(rank)
+    time.sleep(600)
+
+
+def skip_allreduce(rank: int) -> None:
+    t = torch.ones(4)
+    if rank != 1:
+        ready(rank)
+        dist.all_reduce(t)
+    else:
+        ready(rank)
+        time.sleep(600)
+
+
+def checkpoint(rank: int) -> None:
+    if rank == 0:
+        save_checkpoint(rank)
+    ready(rank)
+    dist.barrier()
+
+
+def mismatch(rank: int) -> None:
+    t = torch.ones(4)
+    ready(rank)
+    if rank == 1:
+        dist.broadcast(t, src=0)
+    else:
+        dist.all_reduce(t)
+
+
+def uneven(rank: int) -> None:
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    batches = 5 if rank == 0 else 4
+    for step in range(batches):
+        if step == 4:
+            ready(rank)
+        model(torch.ones(2, 4)).sum().backward()
+    ready(rank)
+    dist.barrier()
+
+
+def dead(rank: int) -> None:
+    """Rank 1 dies; an orphaned child keeps its sockets open, so the peers wait (as with NCCL)."""
+    t = torch.ones(4)
+    if rank == 1:
+        child = os.fork()
+        if child == 0:
+            time.sleep(600)
+            os._exit(0)
+        (MARKS / "orphan1.pid").write_text(str(child))
+        os._exit(3)
+    ready(rank)
+    dist.all_reduce(t)
+
+
+def main() -> None:
+    dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT))
+    rank = dist.get_rank()
+    dist.all_reduce(torch.ones(1))
+    globals()[SCENARIO](rank)
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    main()
