@@ -16,9 +16,13 @@ from diagnose.evidence import dump_evidence
 from diagnose.report import Report, Skipped
 
 
-def collect(job: str, timeout: float = 10.0) -> tuple[list[Any], list[Skipped], list[str], dict[str, Any]]:
-    """Collect the live evidence of a job: (evidence, skipped, notes, raw material for --save)."""
-    from diagnose.analyzers.stacks import stack_facts
+def collect(job: str, timeout: float = 10.0, *, native: bool = False
+            ) -> tuple[list[Any], list[Skipped], list[str], dict[str, Any]]:
+    """Collect the live evidence of a job: (evidence, skipped, notes, raw material for --save).
+
+    ``native`` adds native frames (py-spy --native, 1-2 s per rank) to the second sample of ranks
+    seen in backward, to show DDP's reducer waiting in its all_reduce.
+    """
     from diagnose.probes import discovery, procstate, stacks
 
     start = time.monotonic()
@@ -28,15 +32,24 @@ def collect(job: str, timeout: float = 10.0) -> tuple[list[Any], list[Skipped], 
     evidence: list[Any] = [procstate.rank_env(info, host) for info in found.ranks]
     targets = [stacks.Target(pid=i.pid, rank=i.rank, host=host) for i in found.ranks]
     per_dump = max(1.0, min(3.0, timeout / 4))
-    sampled = stacks.sample_stacks(targets, timeout=per_dump)
+    sampled = stacks.sample_stacks(targets, timeout=per_dump, native_for=("backward",) if native else ())
     evidence.extend(sampled.evidence)
     evidence.extend(procstate.rank_states(found, procs, host))
-    evidence.extend(stack_facts(evidence))
     notes = [f"job {found.id!r} read as a {_KIND_WORDS[found.kind]}",
-             _found_line(found), *found.notes, *sampled.notes,
+             _found_line(found), *found.notes, *sampled.notes, *_backward_note(evidence, native),
              f"probed in {time.monotonic() - start:.2f} s"]
     raw = {"job": _job_summary(found), "dumps": sampled.dumps}
     return evidence, sampled.skipped, notes, raw
+
+
+def _backward_note(evidence: list[Any], native: bool) -> list[str]:
+    from diagnose.analyzers.stacks import rank_views
+
+    stuck = [r for r, v in rank_views(evidence).items() if v.activity == "backward" and not v.moving]
+    if not stuck or native:
+        return []
+    return [f"rank(s) {', '.join(map(str, stuck))} stuck in backward: under DDP that is the gradient "
+            "all_reduce (native frames show c10d::Reducer; probe with native=True to confirm)"]
 
 
 _KIND_WORDS = {"slurm": "Slurm job id", "torchrun": "torchrun run id (TORCHELASTIC_RUN_ID)",
@@ -79,11 +92,11 @@ def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], 
     (directory / "processes.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
 
 
-def run_hang(job: str, timeout: float = 10.0, save: Path | None = None) -> Report:
+def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False) -> Report:
     """Probe a hung job on this host and return the diagnosis (raises ProbeError for an unknown job)."""
     from diagnose.engine import diagnose_evidence
 
-    evidence, skipped, notes, raw = collect(job, timeout)
+    evidence, skipped, notes, raw = collect(job, timeout, native=native)
     if save is not None:
         notes.append(f"evidence saved to {save}")
         save_evidence(Path(save), evidence, skipped, notes, raw)

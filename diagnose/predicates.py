@@ -104,10 +104,17 @@ def _frames_match(frames: Any, wanted: Sequence[str]) -> bool:
 
 @predicate(binds=("exitcode", "signal"), kinds=("rank_exit",))
 def rank_exited(ctx: Context, signals: Sequence[str] = (), exitcodes: Sequence[int] = (),
-                without_error_file: bool = False, exclude_signals: Sequence[str] = ()) -> Binding | None:
-    """Ranks ended with one of the signals or exit codes (any non-zero when neither is given)."""
+                without_error_file: bool = False, exclude_signals: Sequence[str] = (),
+                unless_reported: Sequence[str] = ()) -> Binding | None:
+    """Ranks ended with one of the signals or exit codes (any non-zero when neither is given).
+
+    ``unless_reported`` drops ranks that logged one of those signatures themselves (e.g. a rank
+    whose own watchdog timed out and then aborted is a victim, not a culprit)."""
+    reporters = {e.rank for name in unless_reported for e in ctx.lines(name) if e.rank is not None}
     found = []
     for ex in ctx.of("rank_exit"):
+        if ex.rank in reporters:
+            continue
         sig = ex.signal or SIGNALS.get(-(ex.exitcode or 0))
         if exclude_signals and sig in exclude_signals:
             continue
@@ -257,7 +264,8 @@ def values_differ(ctx: Context, signature: str, field: str) -> Binding | None:
 @predicate(binds=("exc_type", "message"), kinds=("log_line",))
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = ()) -> Binding | None:
     """Ranks that raised an exception of their own (not one that only reports a peer's failure)."""
-    ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)}
+    ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
+               if e.provenance.line is not None}
     hits = [e for e in ctx.lines("python_exception")
             if e.rank is not None and (e.provenance.source, e.provenance.line) not in ignored
             and str(e.fields.get("exc_type", "")).rsplit(".", 1)[-1] not in ignore_types]
@@ -269,3 +277,4 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
 
 
 from diagnose import predicates_stacks as _live  # noqa: E402,F401  (registers the live-probe predicates)
+from diagnose import predicates_checkpoint as _checkpoint  # noqa: E402,F401  (registers the checkpoint predicates)

@@ -43,9 +43,8 @@ def _majority(views: dict[int, RankView]) -> tuple[str | None, list[RankView]]:
 def _binding(culprits: list[RankView], waiters: list[RankView], ctx: Context) -> Binding:
     first = culprits[0]
     return Binding(frozenset(v.rank for v in culprits), _cite(culprits + waiters[:3], ctx), {
-        "where": first.place.replace("_", " "), "call_site": first.call_site or "an unknown call site",
-        "waiting": format_ranks(v.rank for v in waiters), "place": waiters[0].place.replace("_", " ")
-        if waiters else "?", "count": len(culprits)})
+        "where": first.label, "call_site": first.call_site or "an unknown call site",
+        "waiting": format_ranks(v.rank for v in waiters), "place": waiters[0].label if waiters else "?", "count": len(culprits)})
 
 
 @predicate(binds=_PLACE_FIELDS, kinds=("stack_sample",))
@@ -126,7 +125,7 @@ def rank_gone_while_others_wait(ctx: Context) -> Binding | None:
     status = [s for s in ctx.of("rank_status") if s.rank in {v.rank for v in gone}]
     return Binding(frozenset(v.rank for v in gone), tuple(status) + _cite(waiters[:3], ctx), {
         "gone": format_ranks(v.rank for v in gone), "waiting": format_ranks(v.rank for v in waiters),
-        "place": waiters[0].place.replace("_", " ")})
+        "place": waiters[0].label})
 
 
 @predicate(binds=("place", "waiting"), kinds=("stack_sample",))
@@ -144,7 +143,7 @@ def all_ranks_wait_together(ctx: Context, activities: Sequence[str] = ("collecti
     if ws is not None and len(views) < ws:
         return None
     return Binding(frozenset(), _cite(list(views.values())[:4], ctx),
-                   {"place": places.pop().replace("_", " "), "waiting": format_ranks(views)})
+                   {"place": next(iter(views.values())).label, "waiting": format_ranks(views)})
 
 
 @predicate(binds=("missing", "waiting"), kinds=("stack_sample", "rank_status"))

@@ -30,9 +30,12 @@ class Redactor:
     def __init__(self) -> None:
         self._maps: dict[str, dict[str, str]] = {kind: {} for kind in P.KINDS}
         self._literals: dict[str, str] = {}
+        self._seen: set[tuple[str, str]] = set()
         self._regex: re.Pattern[str] | None = None
         self._inner: re.Pattern[str] | None = None
-        self._gate: re.Pattern[str] | None = None
+        self._gate: P.Gate | None = None
+        self._branches: dict[str, str] = {}
+        self._by_names: dict[frozenset[str], re.Pattern[str]] = {}
 
     # -- placeholders -------------------------------------------------------------
     def placeholder(self, kind: str, value: str) -> str:
@@ -72,6 +75,9 @@ class Redactor:
     def learn(self, kind: str, value: str) -> None:
         """Register an identifier so it is replaced wherever it occurs."""
         value = value.strip().strip("'\",;")
+        if (kind, value) in self._seen:
+            return
+        self._seen.add((kind, value))
         if not value or value in P.GENERIC or value.lower() in P.GENERIC:
             return
         if kind == "nodelist":
@@ -109,8 +115,8 @@ class Redactor:
 
     def learn_text(self, text: str) -> None:
         """Learn the identifiers that `text` names by their context."""
-        lines = "\n".join(text[a:b] for a, b in P.line_spans(text, P.LEARN_GATES))
-        for pattern in P.LEARN:
+        for gate, pattern in P.LEARN:
+            lines = "\n".join(text[a:b] for a, b in P.line_spans(text, gate))
             for m in pattern.finditer(lines):
                 for kind, value in m.groupdict().items():
                     if value is not None and value not in P.HEADER_WORDS:
@@ -118,7 +124,7 @@ class Redactor:
         self._learn_tables(text)
 
     def _learn_tables(self, text: str) -> None:
-        for start, end in P.line_spans(text, [P.TABLE_GATE]):
+        for start, end in P.line_spans(text, P.TABLE_GATE):
             cols = text[start:end].split()
             kinds = [P.TABLE_COLUMNS.get(c.upper()) for c in cols]
             if "partition" not in kinds:
@@ -158,19 +164,29 @@ class Redactor:
                    + P.LIT_SUFFIX) if lits else r"(?!x)x"
             branches = {name: f"(?P<{name}_>{lit if pat is None else pat})" for name, pat in P.STRUCTURE}
             self._regex = re.compile("|".join(branches.values()))
+            self._branches, self._by_names = branches, {}
             self._inner = re.compile("|".join(branches[n] for n in ("v4", "job", "uuid", "lit")))
-            self._gate = re.compile("|".join(map(re.escape, lits))) if lits else None
+            self._gate = tuple(lits) if lits else None
         return self._regex
 
     def redact(self, text: str) -> str:
         """Replace every identifier in `text` (call `learn_text` first for context-named ones)."""
-        regex = self._compiled()
-        gates = P.REDACT_GATES + ([self._gate] if self._gate is not None else [])
+        self._compiled()
+        gates = P.REDACT_GATES + ([(self._gate, ("lit",))] if self._gate is not None else [])
+        lines = P.gated_lines(text, gates)
         out, pos = [], 0
-        for start, end in P.line_spans(text, gates):
+        for start in sorted(lines):
+            end, names = lines[start]
+            regex = self._branch_regex(frozenset(names))
             out += [text[pos:start], regex.sub(self._replace, text[start:end])]
             pos = end
         return "".join(out) + text[pos:]
+
+    def _branch_regex(self, names: frozenset[str]) -> re.Pattern[str]:
+        """The alternation of just these branches, in STRUCTURE order (cached)."""
+        if names not in self._by_names:
+            self._by_names[names] = re.compile("|".join(b for n, b in self._branches.items() if n in names))
+        return self._by_names[names]
 
     def _replace(self, m: re.Match[str]) -> str:
         name = m.lastgroup[:-1] if m.lastgroup else ""

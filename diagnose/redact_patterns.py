@@ -7,6 +7,7 @@ partition, a job id or a pid shows up in launcher, NCCL, Slurm and Python output
 from __future__ import annotations
 
 import re
+from typing import Union
 
 # Kinds of identifier, each with its own placeholder family.
 KINDS = ("host", "ip", "port", "pid", "user", "job", "partition", "account")
@@ -51,40 +52,59 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTVAL = r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|[A-Za-z]"
 _NODELIST = r"[A-Za-z][\w-]*(?:\[[\d,\-]+\][\w-]*)?(?:,[A-Za-z][\w-]*(?:\[[\d,\-]+\][\w-]*)?)*"
 
-# Phase 1: where an identifier is named by its context; each pattern's named
+Gate = Union[tuple[str, ...], re.Pattern[str]]  # noqa: UP007 (a runtime alias, py3.10)
+
+
+def _gate(spec: tuple[str, ...] | str) -> Gate:
+    """Literal gates are searched with `str.find`, the rest compiled."""
+    return spec if isinstance(spec, tuple) else re.compile(spec)
+
+
+# Phase 1: where an identifier is named by its context. Each entry is (gate, pattern):
+# the gate is a cheap literal-led regex (Python's `re` is fast only on literal
+# prefixes), the pattern runs only on the lines the gate selects; its named
 # groups say what it found (host, user, job, pid, port, partition, account, nodelist).
-LEARN = [re.compile(p) for p in (
-    rf"(?i:\bhost(?:name)?)\s*[:=]\s*(?P<host>{_HOSTVAL})",
-    rf"(?:\bMASTER_ADDR|\bSLURMD_NODENAME|\bHOSTNAME|\bSLURM_SUBMIT_HOST|\bBatchHost|\bNodeName"
-    rf"|\bAllocNode|--master[_-]addr(?:ess)?|--rdzv[_-]endpoint|\brdzv_endpoint|\bNCCL_SOCKET_IFNAME_HOST)"
-    rf"\s*[=: ]\s*['\"]?(?P<host>{_HOSTVAL})",
-    rf"(?<![\w.:-])(?P<host>{_HOSTVAL}):(?P<pid>\d+):(?P<tid>\d+) \[\d+\]",
-    r"\[(?P<host>[A-Za-z][\w.-]*)\]:(?P<port>\d{1,5})\b",
-    rf"\b(?:JOB|STEP) (?P<job>\d+)(?:\.\d+)? ON (?P<host>{_HOSTVAL})",
-    rf"\bsrun: error: (?P<host>{_HOSTVAL}): task",
-    r"(?<![\w.@+-])(?P<user>[a-z_][\w.-]{0,31})@(?P<host>[A-Za-z][\w-]*)(?![\w.@-])",
-    r"\b(?P<host>ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3})\b",
-    rf"(?:\bNODELIST|\bNodeList|\bSLURM_(?:JOB_|STEP_)?NODELIST|\bSLURM_JOB_NODELIST|\bReqNodeList"
-    rf"|--nodelist)\s*[=:]\s*(?P<nodelist>{_NODELIST})",
-    r"(?:/home|/Users|/u|/homes|\\Users)[/\\](?P<user>[A-Za-z_][\w.-]*)",
-    r"(?<![\w/~])~(?P<user>[A-Za-z_][\w.-]*)",
-    r"\b(?:USER|LOGNAME|SLURM_JOB_USER|User|UserId)\s*[=:]\s*(?P<user>[A-Za-z_][\w.-]*)",
-    r"\b(?:SLURM_(?:ARRAY_)?JOB_?ID|JobId|JobID)\s*[=:]\s*(?P<job>\d+)",
-    r"(?:Submitted batch job |\bslurm-)(?P<job>\d+)",
-    r"(?:\bTORCHELASTIC_RUN_ID|--rdzv[_-]id|\brdzv_id|\brun_id)\s*[=: ]\s*['\"]?(?P<job>[\w.-]+)",
-    r"(?:--partition|\bSLURM_JOB_PARTITION|\bPARTITION|\bPartition)\s*[= ]\s*(?P<partition>[\w.-]+)",
-    r"(?:--account|\bSLURM_JOB_ACCOUNT|\bACCOUNT|\bAccount)\s*[= ]\s*(?P<account>[\w.-]+)",
-    r"(?:#SBATCH|\bsbatch|\bsrun|\bsalloc)\b[^\n]*?\s-p\s*(?P<partition>[\w.-]+)",
-    r"(?:#SBATCH|\bsbatch|\bsrun|\bsalloc)\b[^\n]*?\s-A\s*(?P<account>[\w.-]+)",
-    r"\b(?:pid|PID|Pid)\b\s*[:=#]?\s*(?P<pid>\d+)",
-    r"(?:\bMASTER_PORT|--master[_-]port|\bport|\bPort|\bPORT)\s*[=:]?\s*(?P<port>\d{2,5})(?!\d)",
-)]
+_LEARN = (
+    (("host", "Host", "HOST"), rf"(?i:\bhost(?:name)?)\s*[:=]\s*(?P<host>{_HOSTVAL})"),
+    (("MASTER_ADDR", "NODENAME", "HOST", "BatchHost", "NodeName", "AllocNode", "master_addr",
+      "master-addr", "rdzv"),
+     rf"(?:\bMASTER_ADDR|\bSLURMD_NODENAME|\bHOSTNAME|\bSLURM_SUBMIT_HOST|\bBatchHost|\bNodeName"
+     rf"|\bAllocNode|--master[_-]addr(?:ess)?|--rdzv[_-]endpoint|\brdzv_endpoint)"
+     rf"\s*[=: ]\s*['\"]?(?P<host>{_HOSTVAL})"),
+    (r":\d+:\d+ \[", rf"(?<![\w.:-])(?P<host>{_HOSTVAL}):(?P<pid>\d+):(?P<tid>\d+) \[\d+\]"),
+    (r"\]:\d", r"\[(?P<host>[A-Za-z][\w.-]*)\]:(?P<port>\d{1,5})\b"),
+    (("JOB ", "STEP "), rf"\b(?:JOB|STEP) (?P<job>\d+)(?:\.\d+)? ON (?P<host>{_HOSTVAL})"),
+    (("srun: error:",), rf"\bsrun: error: (?P<host>{_HOSTVAL}): task"),
+    (("@",), r"(?<![\w.@+-])(?P<user>[a-z_][\w.-]{0,31})@(?P<host>[A-Za-z][\w-]*)(?![\w.@-])"),
+    (r"ip-\d", r"\b(?P<host>ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3})\b"),
+    (("NODELIST", "NodeList", "nodelist"),
+     rf"(?:\bNODELIST|\bNodeList|\bSLURM_(?:JOB_|STEP_)?NODELIST|\bReqNodeList|--nodelist)"
+     rf"\s*[=:]\s*(?P<nodelist>{_NODELIST})"),
+    (("/home/", "/Users/", "/u/", "/homes/", "\\Users\\"),
+     r"(?:/home|/Users|/u|/homes|\\Users)[/\\](?P<user>[A-Za-z_][\w.-]*)"),
+    (("~",), r"(?<![\w/~])~(?P<user>[A-Za-z_][\w.-]*)"),
+    (("USER", "LOGNAME", "User"), r"\b(?:USER|LOGNAME|SLURM_JOB_USER|User|UserId)\s*[=:]\s*(?P<user>[A-Za-z_][\w.-]*)"),
+    (("JOB_ID", "JOBID", "JobI"), r"\b(?:SLURM_(?:ARRAY_)?JOB_?ID|JobId|JobID)\s*[=:]\s*(?P<job>\d+)"),
+    (("Submitted batch job ", "slurm-"), r"(?:Submitted batch job |\bslurm-)(?P<job>\d+)"),
+    (("RUN_ID", "rdzv", "run_id"),
+     r"(?:\bTORCHELASTIC_RUN_ID|--rdzv[_-]id|\brdzv_id|\brun_id)\s*[=: ]\s*['\"]?(?P<job>[\w.-]+)"),
+    (("partition", "PARTITION", "Partition"),
+     r"(?:--partition|\bSLURM_JOB_PARTITION|\bPARTITION|\bPartition)\s*[= ]\s*(?P<partition>[\w.-]+)"),
+    (("account", "ACCOUNT", "Account"),
+     r"(?:--account|\bSLURM_JOB_ACCOUNT|\bACCOUNT|\bAccount)\s*[= ]\s*(?P<account>[\w.-]+)"),
+    (("SBATCH", "sbatch", "srun", "salloc"), r"(?:#SBATCH|\bsbatch|\bsrun|\bsalloc)\b[^\n]*?\s-p\s*(?P<partition>[\w.-]+)"),
+    (("SBATCH", "sbatch", "srun", "salloc"), r"(?:#SBATCH|\bsbatch|\bsrun|\bsalloc)\b[^\n]*?\s-A\s*(?P<account>[\w.-]+)"),
+    (("pid", "PID", "Pid"), r"\b(?:pid|PID|Pid)\b\s*[:=#]?\s*(?P<pid>\d+)"),
+    (("PORT", "port", "Port"),
+     r"(?:\bMASTER_PORT|--master[_-]port|\bport|\bPort|\bPORT)\s*[=:]?\s*(?P<port>\d{2,5})(?!\d)"),
+)
+LEARN = [(_gate(gate), re.compile(pattern)) for gate, pattern in _LEARN]
 # `--partition gpu` vs the squeue header `PARTITION  NAME`: headers are not values.
 HEADER_WORDS = frozenset({"NAME", "USER", "ST", "TIME", "NODES", "JOBID", "STATE", "AVAIL", "ACCOUNT",
                           "PARTITION", "JobID", "JobName", "Partition", "Account"})
 
 # squeue / sacct / sinfo tables: a header line naming these columns.
-TABLE_GATE = re.compile(r"PARTITION|Partition")
+TABLE_GATE = ("PARTITION", "Partition")
 TABLE_COLUMNS = {
     "JOBID": "job", "PARTITION": "partition", "USER": "user", "ACCOUNT": "account",
     "NODELIST": "nodelist", "NODELIST(REASON)": "nodelist", "USERID": "user",
@@ -131,35 +151,62 @@ LEARN_GATES = [re.compile(p) for p in (
     r"SLURM_|JobI|partition|PARTITION|Partition|account|ACCOUNT|Account|SBATCH|sbatch|srun|salloc",
     r"pid|PID|Pid|PORT|port|Port",
 )]
-_TLD_GATE = rf"\.(?:{_TLDS_STRICT}|{_TLDS_AMBIGUOUS})"
-REDACT_GATES = [re.compile(p) for p in (
-    r"@", r"/(?<![\w.~\\/-]/)[^\s/'\"(),:;<>\[\]{}|`]", r"\[[0-9A-Fa-f:.]*:", r"\d\.\d{1,3}\.\d{1,3}\.\d",
-    r"::|[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:",
-    r":\d+:\d+ \[", r"--partition|--account|SLURM_JOB_|PARTITION=|ACCOUNT=|Partition=|Account=|USER=|LOGNAME=|User",
-    r"SBATCH|sbatch|srun|salloc", r"[Pp]ort|PORT|localhost:", r"pid|PID|Pid|rocess", r"JOB|STEP|slurm-|[Jj]ob",
-    r"GPU-", _TLD_GATE,
+_TLD_GATE = rf"\.(?:{_TLDS_STRICT}|{_TLDS_AMBIGUOUS})(?![\w-])"
+# Phase 2 gates: which branches of STRUCTURE can match on a line that a gate selects.
+REDACT_GATES = [(_gate(gate), branches) for gate, branches in (
+    (("@",), ("email",)),
+    (r"/(?<![\w.~\\/-]/)[^\s/'\"(),:;<>\[\]{}|`]", ("path",)),
+    (r"\[[0-9A-Fa-f:.]*:", ("v6b",)),
+    (r"\.\d{1,3}\.\d{1,3}\.\d", ("v4",)),
+    (("::",), ("v6",)),
+    (r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:", ("v6",)),
+    (r":\d+:\d+ \[", ("nccl",)),
+    (("--partition", "--account", "SLURM_JOB_", "PARTITION=", "ACCOUNT=", "Partition=", "Account=", "USER=",
+      "LOGNAME=", "User"), ("kv",)),
+    (("SBATCH", "sbatch", "srun", "salloc"), ("sflag",)),
+    (("port", "Port", "PORT", "localhost:"), ("port",)),
+    (("pid", "PID", "Pid", "rocess ", "rocesses "), ("pid",)),
+    (("JOB", "STEP", "slurm-", "job", "Job"), ("job",)),
+    (("GPU-",), ("uuid",)),
+    (_TLD_GATE, ("fqdn",)),
 )]
 
 
-def line_spans(text: str, gates: list[re.Pattern[str]]) -> list[tuple[int, int]]:
-    """Sorted, merged (start, end) spans of the lines of `text` that some gate matches."""
-    spans: list[tuple[int, int]] = []
-    for gate in gates:
-        m = gate.search(text)
-        while m:
-            start = text.rfind("\n", 0, m.start()) + 1
-            end = text.find("\n", m.end())
+def line_spans(text: str, gate: Gate) -> list[tuple[int, int]]:
+    """(start, end) spans of the lines of `text` that `gate` matches, in order."""
+    if not isinstance(gate, tuple):
+        return _regex_spans(text, gate)
+    spans: set[tuple[int, int]] = set()
+    for literal in gate:
+        hit = text.find(literal)
+        while hit >= 0:
+            start = text.rfind("\n", 0, hit) + 1
+            end = text.find("\n", hit + len(literal))
             end = len(text) if end < 0 else end
-            spans.append((start, end))
-            m = gate.search(text, end)
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+            spans.add((start, end))
+            hit = text.find(literal, end)
+    return sorted(spans)
+
+
+def _regex_spans(text: str, gate: re.Pattern[str]) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    m = gate.search(text)
+    while m:
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        spans.append((start, end))
+        m = gate.search(text, end)
+    return spans
+
+
+def gated_lines(text: str, gates: list[tuple[Gate, tuple[str, ...]]]) -> dict[int, tuple[int, set[str]]]:
+    """Line start -> (line end, names of the gates that selected the line)."""
+    lines: dict[int, tuple[int, set[str]]] = {}
+    for gate, names in gates:
+        for start, end in line_spans(text, gate):
+            lines.setdefault(start, (end, set()))[1].update(names)
+    return lines
 
 
 def expand_nodelist(spec: str) -> list[str]:

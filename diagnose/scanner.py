@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from diagnose.signatures import Signature, SignatureSet
@@ -17,6 +18,7 @@ from diagnose.signatures import Signature, SignatureSet
 MAX_LINE = 4096          # bytes of a hit line kept as evidence text
 MAX_HITS_PER_SIGNATURE = 200
 TRACEBACK_LOOKBACK = 24_000
+_CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 try:  # the fast engine is optional: a correct fallback exists
@@ -52,6 +54,22 @@ class Scanner:
 
     @cached_property
     def _hs_db(self) -> Any:
+        cache = _cache_path(self.signatures.digest)
+        try:
+            return hyperscan.loadb(cache.read_bytes())
+        except Exception:  # noqa: BLE001 - a missing or stale cache is rebuilt
+            pass
+        db = self._compile()
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(hyperscan.dumpb(db))
+            tmp.replace(cache)
+        except OSError:
+            pass
+        return db
+
+    def _compile(self) -> Any:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         exprs = [s.detect.encode() for s in self.signatures.signatures]
         ml = hyperscan.HS_FLAG_MULTILINE
@@ -89,7 +107,7 @@ class Scanner:
         line_no, pos = 1, 0
         candidates = self.candidates(buf)
         for start in sorted(candidates):
-            line_no += buf.count(b"\n", pos, start)
+            line_no += buf[pos:start].count(b"\n")
             pos = start
             end = buf.find(b"\n", start, start + MAX_LINE)
             text = bytes(buf[start:end if end >= 0 else start + MAX_LINE]).decode("utf-8", "replace")
@@ -109,6 +127,11 @@ class Scanner:
         return result
 
 
+def _cache_path(digest: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "diagnose" / f"signatures-{digest}-{getattr(hyperscan, '__version__', 'x')}.hsdb"
+
+
 def _traceback_fields(buf: Any, start: int) -> dict[str, Any]:
     """Function names of the traceback frames just above a line (innermost last)."""
     lo = max(0, start - TRACEBACK_LOOKBACK)
@@ -116,7 +139,7 @@ def _traceback_fields(buf: Any, start: int) -> dict[str, Any]:
     frames = _FRAME.findall(chunk)
     if not frames:
         return {}
-    names = [f[2] for f in frames[-30:]]
+    names = [f[2] for f in frames[-30:]] + _CALL.findall(chunk[-3000:])
     files = [os.path.basename(f[0]) for f in frames[-30:]]
     return {"frames": ",".join(names), "frame_files": ",".join(files)}
 

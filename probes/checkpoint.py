@@ -56,12 +56,17 @@ class CheckpointInfo:
 def inspect_checkpoint(path: Path) -> CheckpointInfo:
     """Inspect a checkpoint file or folder; bad content becomes `error`/`problems`, never an exception."""
     path = Path(path)
-    if path.is_dir():
-        steps = _step_dirs(path)
-        if steps and detect(path) is None:
-            return _latest_step(path, steps)
-        return _finish(path, _read_folder(path))
-    return _finish(path, _read_single(path))
+    try:
+        if path.is_dir():
+            steps = _step_dirs(path)
+            if steps and detect(path) is None:
+                return _latest_step(path, steps)
+            return _finish(path, _read_folder(path))
+        return _finish(path, _read_single(path))
+    except Exception as exc:  # last resort for hostile content: a result, never a crash
+        info = CheckpointInfo(str(path), "unknown", error=f"{type(exc).__name__}: {exc}"[:300])
+        info.issues = ["unreadable"]
+        return info
 
 
 def _read_single(path: Path) -> Found:
@@ -155,7 +160,10 @@ def _finish(path: Path, found: Found) -> CheckpointInfo:
     info = CheckpointInfo(str(path), found.format, world_size=found.world_size, sharded=found.sharded)
     info.keys = {s: found.states[s] for s in sorted(found.states, key=_order)}
     info.present = list(info.keys)
-    info.missing = missing_states(set(info.present), sharded=found.sharded)
+    unreadable = not info.present and bool(found.issues)
+    info.missing = [] if unreadable else missing_states(set(info.present), sharded=found.sharded)
+    if unreadable:
+        found.notes.append("contents unknown: nothing readable, so no state is reported missing")
     for content in found.files:
         info.suspicious_globals.extend(g for g in content.suspicious if g not in info.suspicious_globals)
         info.dangerous_globals.extend(g for g in content.dangerous if g not in info.dangerous_globals)

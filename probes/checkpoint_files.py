@@ -18,6 +18,7 @@ from diagnose.probes.pickle_inspect import (
     Limits,
     PickleInspectError,
     StorageRef,
+    inspect_pickle,
     inspect_stream,
 )
 from diagnose.probes.pickle_tree import TensorMeta, storage_dtype
@@ -93,7 +94,8 @@ def _read_zip(path: Path, out: FileContent, limits: Limits) -> None:
         if infos[pkls[0]].file_size > limits.max_bytes:
             raise PickleInspectError(f"data.pkl of {infos[pkls[0]].file_size} bytes exceeds the limit")
         with zf.open(pkls[0]) as fh:
-            skel = inspect_stream(fh, limits)
+            data = fh.read(limits.max_bytes + 1)
+        skel = inspect_pickle(data, limits)
         _set_skeleton(out, skel)
         for ref in skel.storages:
             _check_record(ref, infos, prefix, out)
@@ -110,7 +112,8 @@ def _check_record(ref: StorageRef, infos: dict[str, zipfile.ZipInfo], prefix: st
         out.problems.append(f"tensor data record {name} is missing")
         return
     itemsize = _ITEMSIZE.get(storage_dtype(ref) or "", 0)
-    if itemsize and isinstance(parts[4], int) and info.file_size < parts[4] * itemsize:
+    numel = parts[4]
+    if itemsize and isinstance(numel, int) and 0 <= numel < 1 << 56 and info.file_size < numel * itemsize:
         out.problems.append(f"tensor data record {name} holds {info.file_size} bytes, "
                             f"{parts[4] * itemsize} expected (truncated)")
 

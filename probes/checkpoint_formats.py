@@ -75,6 +75,11 @@ def detect(folder: Path) -> str | None:
     return None
 
 
+def _sane(value: Any, limit: int = 1 << 62) -> bool:
+    """An int a real checkpoint could hold (hostile files may claim anything)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < limit
+
+
 def _field(obj: Any, name: str) -> Any:
     return obj.fields().get(name) if isinstance(obj, Obj) else None
 
@@ -129,7 +134,7 @@ def _check_dcp_storage(storage: Any, shards: dict[str, int], found: Found) -> No
     for info in (storage or {}).values():
         fields = info.fields() if isinstance(info, Obj) else {}
         rel, off, length = fields.get("relative_path"), fields.get("offset"), fields.get("length")
-        if isinstance(rel, str) and isinstance(off, int) and isinstance(length, int):
+        if isinstance(rel, str) and _sane(off) and _sane(length):
             needed[rel] = max(needed.get(rel, 0), off + length)
     found.world_size = _dcp_world(needed) or None
     for rel, end in sorted(needed.items()):
@@ -167,7 +172,7 @@ def read_deepspeed(folder: Path) -> Found:
     for key, tensor in tensor_items(root.get("module"), limit=200_000):
         found.tensors[key] = tensor
     dp = root.get("dp_world_size")
-    found.world_size = dp if isinstance(dp, int) else (len(zero) or None)
+    found.world_size = dp if _sane(dp, 1 << 20) and dp > 0 else (len(zero) or None)
     if zero:
         found.sharded = True
         found.add("optimizer", *(n for n in names if _ZERO.match(n)))
@@ -193,7 +198,7 @@ def _deepspeed_zero(folder: Path, names: list[str], zero: set[int], found: Found
             found.add("scaler", f"{first}:optimizer_state_dict.loss_scaler")
         parts = inner.get("partition_count")
         count = parts[0] if isinstance(parts, (list, tuple)) and parts else parts
-        if isinstance(count, int) and count != want:
+        if _sane(count, 1 << 20) and count != want:
             found.problem("world_size_mismatch", f"ZeRO shards were written with partition_count {count}, "
                                   f"model states say dp_world_size {want}")
 

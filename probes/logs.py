@@ -98,7 +98,7 @@ class LogProbe:
     produces: ClassVar[frozenset[str]] = frozenset({"log_line"})
 
     def __init__(self, signatures: SignatureSet | None = None, workers: int | None = None) -> None:
-        self.signatures = signatures or load_signatures()
+        self.signatures = signatures or log_signatures()
         self.scanner = Scanner(self.signatures)
         self.workers = workers or os.cpu_count() or 1
 
@@ -162,7 +162,7 @@ def _is_evidence_file(path: Path) -> bool:
 
 def scan_text(text: str, source: str = "<text>", rank: int | None = None) -> list[LogLine]:
     """Scan an in-memory text (e.g. a formatted exception) with every signature."""
-    scanner = Scanner(load_signatures_cached())
+    scanner = Scanner(log_signatures())
     out = []
     for hit in scanner.scan_buffer(text.encode("utf-8", "replace")).hits:
         line_rank = rank_from_line(hit.text)
@@ -173,5 +173,6 @@ def scan_text(text: str, source: str = "<text>", rank: int | None = None) -> lis
 
 
 @lru_cache(maxsize=1)
-def load_signatures_cached() -> SignatureSet:
-    return load_signatures()
+def log_signatures() -> SignatureSet:
+    """Signatures the log scan uses (step-time lines are parsed by the step-time probe instead)."""
+    return SignatureSet(s for s in load_signatures().signatures if s.component != "steptime")

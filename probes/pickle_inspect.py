@@ -137,7 +137,7 @@ class _InertUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
 
     dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
 
-    def __init__(self, reader: _BoundedReader, limits: Limits) -> None:
+    def __init__(self, reader: Any, limits: Limits) -> None:
         super().__init__(reader, encoding="latin1")
         self.limits = limits
         self.globals: dict[str, GlobalRef] = {}
@@ -232,9 +232,13 @@ class _InertUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
 
 def inspect_stream(raw: BinaryIO, limits: Limits = DEFAULT_LIMITS) -> PickleSkeleton:
     """Read one pickle from `raw` (at its current position) into a skeleton, executing nothing."""
+    return _inspect(_BoundedReader(raw, limits.max_bytes), limits)
+
+
+def _inspect(reader: Any, limits: Limits) -> PickleSkeleton:
     from diagnose.probes.pickle_tree import to_skeleton
 
-    reader = _BoundedReader(raw, limits.max_bytes)
+    start = reader.tell() if isinstance(reader, io.BytesIO) else 0
     unpickler = _InertUnpickler(reader, limits)
     try:
         value = unpickler.run()
@@ -253,7 +257,7 @@ def inspect_stream(raw: BinaryIO, limits: Limits = DEFAULT_LIMITS) -> PickleSkel
         dangerous=tuple(n for n in names if is_dangerous(n)),
         storages=tuple(unpickler.storages),
         ops=unpickler.ops,
-        nbytes=reader.consumed,
+        nbytes=reader.tell() - start if isinstance(reader, io.BytesIO) else reader.consumed,
     )
 
 
@@ -261,4 +265,4 @@ def inspect_pickle(data: bytes, limits: Limits = DEFAULT_LIMITS) -> PickleSkelet
     """Inspect a pickle held in memory."""
     if len(data) > limits.max_bytes:
         raise PickleInspectError(f"pickle of {len(data)} bytes exceeds the {limits.max_bytes} byte limit")
-    return inspect_stream(io.BytesIO(data), limits)
+    return _inspect(io.BytesIO(data), limits)  # in memory and within max_bytes: no byte wrapper needed

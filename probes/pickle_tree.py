@@ -9,6 +9,7 @@ cycles become `CYCLE`, and nesting deeper than `MAX_DEPTH` becomes `TRUNCATED`.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,8 @@ _STORAGE_DTYPES = {
 _DICTS = {"collections.OrderedDict", "builtins.dict", "collections.defaultdict", "collections.Counter"}
 _SEQS = {"builtins.set", "builtins.frozenset", "builtins.list", "builtins.tuple", "collections.deque"}
 _NP_RECONSTRUCT = {"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct"}
+_KEY_REPR = reprlib.Repr()
+_KEY_REPR.maxlevel, _KEY_REPR.maxtuple, _KEY_REPR.maxstring, _KEY_REPR.maxother = 3, 6, 200, 200
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class ArrayMeta:
     dtype: str | None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Obj:
     """Any other object: its class name and what the pickle recorded for it."""
 
@@ -62,6 +65,9 @@ class Obj:
     state: Any = None
     items: list[Any] = field(default_factory=list)
     entries: dict[Any, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # bounded: hostile objects can share subtrees exponentially
+        return f"<{self.cls[:200]}>"
 
     def fields(self) -> dict[Any, Any]:
         """Attribute dict from BUILD state, a dict or (dict, slots) pair."""
@@ -132,12 +138,15 @@ class _Converter:
         return out
 
     def _key(self, key: Any, depth: int) -> Any:
+        """Dict keys stay scalars or become short strings (so printing a key is always cheap)."""
         out = self.convert(key, depth)
-        try:
-            hash(out)
-        except TypeError:
-            return f"<{type(out).__name__} key>"
-        return out
+        if isinstance(out, int) and not -(2**63) <= out < 2**63:
+            return "<big int key>"
+        if out is None or isinstance(out, (str, int, float, bool)):
+            return out
+        if isinstance(out, Obj):
+            return out
+        return _KEY_REPR.repr(out)
 
     def _dict(self, pairs: Any, depth: int) -> dict[Any, Any]:
         return {self._key(k, depth): self.convert(v, depth) for k, v in pairs}

@@ -161,9 +161,10 @@ def main_thread(threads: list[dict[str, Any]], pid: int) -> dict[str, Any] | Non
 def read_wchan(pid: int) -> str | None:
     """The kernel function the process sleeps in (``/proc/PID/wchan``)."""
     try:
-        return Path(f"/proc/{pid}/wchan").read_text().strip() or None
+        value = Path(f"/proc/{pid}/wchan").read_text().strip()
     except OSError:
         return None
+    return value if value not in ("", "0") else None  # "0": hidden from other users
 
 
 def _state(pid: int) -> str | None:

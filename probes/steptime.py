@@ -16,6 +16,11 @@ from typing import Any
 from diagnose.evidence import Provenance, StepMetric
 from diagnose.steptime_spec import StepSpec, label_world, steptime_spec
 
+try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback
+    import hyperscan  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - exercised where the wheel is missing
+    hyperscan = None
+
 __all__ = ["parse_step_lines"]
 
 MAX_LINE = 4096
@@ -41,9 +46,10 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
         if stripped.startswith("|"):
             header = _table(stripped, header, line_no, source, spec, out)
             continue
-        if not spec.gate.search(text):
+        hit = _detect(text, spec)
+        if not hit:
             continue
-        fields = _fields(text, spec)
+        fields = _fields(text, spec, hit)
         if fields:
             if file_ws is not None:
                 fields.setdefault("world_size", file_ws)
@@ -62,11 +68,38 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
     return out
 
 
-def _fields(text: str, spec: StepSpec) -> dict[str, Any]:
+def _detect(text: str, spec: StepSpec) -> list[int]:
+    """Indexes of the signatures whose ``detect`` hits the line (one Hyperscan pass when available)."""
+    db = _hs_db(spec)
+    if db is None:
+        if not spec.gate.search(text):
+            return []
+        return [i for i, sig in enumerate(spec.signatures) if sig.detector.search(text)]
+    hits: list[int] = []
+    db.scan(text.encode("utf-8", "replace"), match_event_handler=lambda i, *_: hits.append(i))
+    return sorted(hits)
+
+
+_DBS: dict[int, Any] = {}
+
+
+def _hs_db(spec: StepSpec) -> Any:
+    if hyperscan is None:
+        return None
+    if id(spec) not in _DBS:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        flags = [hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0)
+                 for s in spec.signatures]
+        db.compile(expressions=[s.detect.encode() for s in spec.signatures],
+                   ids=list(range(len(spec.signatures))), elements=len(spec.signatures), flags=flags)
+        _DBS[id(spec)] = db
+    return _DBS[id(spec)]
+
+
+def _fields(text: str, spec: StepSpec, hit: list[int]) -> dict[str, Any]:
     raw: dict[str, str] = {}
-    for sig in spec.signatures:
-        if not sig.detector.search(text):
-            continue
+    for i in hit:
+        sig = spec.signatures[i]
         m = sig.extractor.search(text)
         if m is None:
             continue

@@ -98,7 +98,7 @@ def _watchdog_states(lines: list[Any]) -> list[CollectiveState]:
             status[(e.rank, e.fields.get("seq"))] = e
     out: dict[tuple[int | None, Any], CollectiveState] = {}
     for e in lines:
-        if e.signature not in ("nccl_watchdog_timeout", "gloo_recv_timeout"):
+        if e.signature not in ("nccl_watchdog_timeout", "gloo_recv_timeout", "nccl_watchdog_native_frame"):
             continue
         seq = e.fields.get("seq")
         key = (e.rank, seq)

@@ -15,6 +15,7 @@ from diagnose.evidence import CollectiveState, Provenance, RankEnv, RankStatus, 
 
 WAITING = frozenset({"collective", "barrier", "rendezvous"})
 DEAD = frozenset({"exited", "missing", "zombie"})
+_WORDS = {"sleeping": "a sleep", "checkpoint_io": "checkpoint I/O", "user_code": "user code"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,11 @@ class RankView:
     epoch: int | None = None
     batch: int | None = None
     sample: StackSample | None = None
+
+    @property
+    def label(self) -> str:
+        """The place in words: the collective's name, or the activity."""
+        return self.op or _WORDS.get(self.activity, self.activity.replace("_", " "))
 
     @property
     def place(self) -> str:

@@ -123,7 +123,7 @@ def limit_of(stats: RunStats, eta: float | None = None) -> str | None:
         return "input"
     if share.get("input", 0.0) >= 0.5:
         return "input"
-    if share.get("sync", 0.0) >= SYNC_SHARE and terms["sync"] >= terms.get("compute", 0.0):
+    if share.get("sync", 0.0) >= SYNC_SHARE:
         return "sync"
     if "comm" in terms and (terms["comm"] >= terms.get("compute", float("inf"))
                             or (share["comm"] >= COMM_SHARE and (eta is None or eta < 0.8))):

@@ -69,6 +69,15 @@ def install(report_dir: str | os.PathLike[str] | None = None, watchdog_timeout: 
     return config
 
 
+def _configure(report_dir: Any = None, watchdog_timeout: float | None = None, **kwargs: Any) -> HookConfig:
+    """install(), keeping the settings of an earlier install() that the caller does not give."""
+    old = _State.config
+    if old is None:
+        return install(report_dir, watchdog_timeout, **kwargs)
+    keep = {k: getattr(old, k) for k in ("timeout", "print_diagnosis", "use_engine", "progress", "startup_timeout")}
+    return install(report_dir or old.report_dir, watchdog_timeout or old.watchdog_timeout, **{**keep, **kwargs})
+
+
 def uninstall() -> None:
     """Stop the watchdog and unhook; a hook that others wrapped since stays in their chain, disabled."""
     _stop_watchdog()
@@ -150,7 +159,7 @@ def record(fn: F | None = None, **install_kwargs: Any) -> Any:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _State.config is None or install_kwargs:
-            install(**install_kwargs)
+            _configure(**install_kwargs)
         try:
             return fn(*args, **kwargs)
         except BaseException as exc:
@@ -176,7 +185,7 @@ class watch:
         self._kwargs = install_kwargs
 
     def __enter__(self) -> HookConfig:
-        return install(*self._args, **self._kwargs)
+        return _configure(*self._args, **self._kwargs)
 
     def __exit__(self, etype: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> bool:

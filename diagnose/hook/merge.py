@@ -24,7 +24,7 @@ def find_reports(directory: Path) -> list[tuple[int, int, Path]]:
         m = REPORT_NAME.match(path.name)
         if m and path.is_file():
             found.append((int(m.group(1)), int(m.group(2) or 0), path))
-    return found
+    return sorted(found)
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -87,14 +87,29 @@ def collective_states(data: dict[str, Any], rank: int | None) -> list[Evidence]:
         sizes = entry.get("input_sizes")
         dtypes = entry.get("input_dtypes")
         text = (f"flight recorder pg {pg_id}: last enqueued #{enqueued}, last completed #{completed}"
-                + (f", last op {op} #{entry.get('collective_seq_id')} {state}" if op else ""))
+                + (f", last op {op} #{entry.get('collective_seq_id')} {state}" if op else "")
+                + (f", input sizes {json.dumps(sizes)}" if sizes else ""))
         out.append(make("collective_state", rank, "flight_recorder", text, process_group=str(pg_id), op=op,
                         seq=_as_int(entry.get("collective_seq_id")),
                         state=state if state in ("scheduled", "started", "completed") else "scheduled",
                         last_enqueued=enqueued, last_completed=completed,
-                        shape=json.dumps(sizes) if sizes else None,
+                        shape=_numel(sizes),
                         dtype=",".join(map(str, dtypes)) if dtypes else None))
     return out
+
+
+def _numel(sizes: Any) -> str | None:
+    """Elements of a collective's inputs, as the engine reads `CollectiveState.shape` (a number)."""
+    try:
+        total = 0
+        for dims in sizes or []:
+            count = 1
+            for dim in dims:
+                count *= int(dim)
+            total += count
+        return str(total) if sizes else None
+    except (TypeError, ValueError):
+        return None
 
 
 def cuda_memory(rank: int | None, oom: dict[str, Any]) -> list[Evidence]:

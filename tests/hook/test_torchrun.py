@@ -96,6 +96,5 @@ def test_healthy_job_unchanged(tmp_path):
     assert run.returncode == plain.returncode == 0
     assert "[diagnose]" not in run.output
     assert not run.report_dir.exists()
-    assert sorted(l for l in normalize(run.output).splitlines() if "done, sum" in l) == \
-        ["rank 0: done, sum 32", "rank 1: done, sum 32"] == \
-        sorted(l for l in normalize(plain.output).splitlines() if "done, sum" in l)
+    for output in (run.output, plain.output):  # ranks may interleave within one console line
+        assert output.count("rank 0: done, sum 32") == output.count("rank 1: done, sum 32") == 1

@@ -37,9 +37,10 @@ class HungJob:
         return env["TORCHELASTIC_RUN_ID"]
 
 
-def _start(scenario: str, nproc: int, launcher: str, tmp: Path, ready: int | None) -> HungJob:
+def _start(scenario: str, nproc: int, launcher: str, tmp: Path, ready: int | None,
+           extra_env: dict[str, str] | None = None) -> HungJob:
     env = {**os.environ, "LIVE_SCENARIO": scenario, "LIVE_MARK_DIR": str(tmp), "LIVE_PG_TIMEOUT": "30",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     script = str(JOBS / "hang_job.py")
     if launcher == "torchrun":
         cmd = [PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--monitor-interval",
@@ -89,13 +90,14 @@ def _ours(pid: int) -> bool:
 
 @pytest.fixture
 def hung_job(tmp_path: Path) -> Iterator:
-    """Factory: hung_job(scenario, nproc=2, launcher='torchrun', ready=None) -> HungJob."""
+    """Factory: hung_job(scenario, nproc=2, launcher='torchrun'|'plain', ready=None, env=None) -> HungJob."""
     jobs: list[HungJob] = []
 
-    def start(scenario: str, nproc: int = 2, launcher: str = "torchrun", ready: int | None = None) -> HungJob:
+    def start(scenario: str, nproc: int = 2, launcher: str = "torchrun", ready: int | None = None,
+              env: dict[str, str] | None = None) -> HungJob:
         mark = tmp_path / f"job{len(jobs)}"
         mark.mkdir()
-        job = _start(scenario, nproc, launcher, mark, ready)
+        job = _start(scenario, nproc, launcher, mark, ready, env)
         jobs.append(job)
         return job
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -60,7 +62,10 @@ def test_checkpoint_by_run_id_and_save(hung_job, tmp_path) -> None:
 
 def test_uneven_batches_native_reducer(hung_job) -> None:
     job = hung_job("uneven")
-    evidence, _, _, _ = collect(str(job.pid))
+    plain, _, notes, _ = collect(str(job.pid))
+    assert [e.activity for e in plain if isinstance(e, StackSample) and e.rank == 0] == ["backward"] * 2
+    assert any("stuck in backward" in n for n in notes)
+    evidence, _, _, _ = collect(str(job.pid), native=True)
     samples = [e for e in evidence if isinstance(e, StackSample) and e.rank == 0]
     assert samples[0].activity == "backward"
     assert samples[-1].activity == "collective" and samples[-1].op == "all_reduce"  # native: DDP reducer
@@ -93,3 +98,49 @@ def test_vanished_pid_is_skipped_not_a_crash() -> None:
 def test_wrong_job_id_is_one_clear_error() -> None:
     with pytest.raises(discovery.ProbeError, match="no rank process of job 'torchrun-none-such'"):
         discovery.discover("torchrun-none-such")
+
+
+def test_dataloader_workers_are_not_ranks(hung_job) -> None:
+    job = hung_job("dataloader")
+    found = discovery.discover(f"torchrun:{job.run_id()}")
+    assert [(i.rank, i.pid) for i in found.ranks] == sorted(job.rank_pids.items())
+    assert [w.parent_pid for w in found.workers] == [job.rank_pids[0], job.rank_pids[1]]
+    assert [a.launcher for a in found.launchers] == ["torchrun agent"]
+    evidence, _, _, _ = collect(f"torchrun:{job.run_id()}")
+    views = rank_views(evidence)
+    assert views[0].activity == "data_loading" and views[1].place == "collective all_reduce"
+    detail = next(e.detail for e in evidence if isinstance(e, RankStatus) and e.rank == 0)
+    assert "workers=1/1 alive" in detail
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to "
+                    "probe as another user")
+def test_ptrace_refused_falls_back_to_proc(tmp_path) -> None:
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        code = ("import json; from diagnose.probes import stacks; "
+                f"r = stacks.sample_stacks([stacks.Target({target.pid}, 0)], samples=1); "
+                "print(json.dumps([r.evidence[0].activity, r.evidence[0].text, r.skipped[0].reason, r.notes]))")
+        out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                              sys.executable, "-c", code], capture_output=True, text=True, timeout=20,
+                             cwd=tmp_path)
+        activity, text, reason, notes = json.loads(out.stdout)
+        assert reason.startswith("ptrace not permitted")
+        assert activity == "unknown" and text.startswith("no Python stack (ptrace not permitted")
+        assert notes == ["ptrace refused: stacks replaced by /proc state and wait channel"]
+        assert psutil.Process(target.pid).status() == psutil.STATUS_SLEEPING
+    finally:
+        target.kill()
+        target.wait()
+
+
+def test_srun_style_ranks_by_slurm_job_id_from_environ(hung_job, monkeypatch) -> None:
+    """Ranks that carry only srun's variables, found by SLURM_JOB_ID in /proc (no scontrol here)."""
+    monkeypatch.setenv("PATH", "/nonexistent")  # no scontrol: the /proc environ fallback
+    job = hung_job("checkpoint", nproc=2, launcher="plain", env={"LIVE_AS_SRUN": "987654321"})
+    found = discovery.discover("987654321")
+    assert found.kind == "slurm"
+    assert [(i.rank, i.rank_var, i.world_size) for i in found.ranks] == [(0, "SLURM_PROCID", 2),
+                                                                          (1, "SLURM_PROCID", 2)]
+    assert [i.pid for i in found.ranks] == [job.rank_pids[0], job.rank_pids[1]]
+    assert found.launchers == [] and found.missing == []

@@ -16,9 +16,9 @@ if HOOK:
 
     diagnose.install(report_dir=os.environ["REPORT_DIR"], watchdog_timeout=float(os.environ.get("WATCHDOG", "0")) or None)
 
-import torch
-import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing.errors import record as elastic_record
+import torch  # noqa: E402  (after install, as a user would write it)
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.elastic.multiprocessing.errors import record as elastic_record  # noqa: E402
 
 step = diagnose.step if HOOK else (lambda: None)
 RECORD = os.environ.get("RECORD", "none")

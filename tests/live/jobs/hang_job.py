@@ -66,6 +66,25 @@ def uneven(rank: int) -> None:
     dist.barrier()
 
 
+class SlowDataset(torch.utils.data.Dataset):
+    """Items that take far too long on rank 0 (a stalled storage read)."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        if int(os.environ["RANK"]) == 0:
+            time.sleep(600)
+        return torch.ones(4)
+
+
+def dataloader(rank: int) -> None:
+    loader = torch.utils.data.DataLoader(SlowDataset(), batch_size=2, num_workers=1)
+    ready(rank)
+    for batch in loader:
+        dist.all_reduce(batch)
+
+
 def dead(rank: int) -> None:
     """Rank 1 dies; an orphaned child keeps its sockets open, so the peers wait (as with NCCL)."""
     t = torch.ones(4)
@@ -81,6 +100,8 @@ def dead(rank: int) -> None:
 
 
 def main() -> None:
+    if "RANK" not in os.environ:  # srun-style: set after exec, so invisible in /proc/PID/environ
+        os.environ.update(RANK=os.environ["SLURM_PROCID"], WORLD_SIZE=os.environ["SLURM_NTASKS"])
     dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT))
     rank = dist.get_rank()
     dist.all_reduce(torch.ones(1))

@@ -34,7 +34,7 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     loader = DataLoader(SlowDataset(sleep), batch_size=8)
     log = (out / "train.log").open("w")
-    print(f"world_size: 1 batch_size: 8 gradient_accumulation_steps: 1", file=log)
+    print("world_size: 1 batch_size: 8 gradient_accumulation_steps: 1", file=log)
     sched = schedule(wait=1, warmup=1, active=4, repeat=1)
     with profile(activities=[ProfilerActivity.CPU], schedule=sched,
                  on_trace_ready=lambda p: p.export_chrome_trace(str(out / "trace.json"))) as prof:

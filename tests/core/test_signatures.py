@@ -1,0 +1,37 @@
+"""Every signature matches its examples (with their fields) and none of its near misses."""
+
+import pytest
+
+from diagnose.scanner import Scanner
+from diagnose.signatures import load_signatures
+
+SIGS = load_signatures()
+
+
+def test_signature_set_is_not_empty():
+    assert len(SIGS) > 50
+
+
+@pytest.mark.parametrize("sig", SIGS.signatures, ids=lambda s: s.name)
+def test_examples_match_with_fields(sig):
+    for ex in sig.examples:
+        fields = sig.match(ex.line)
+        assert fields is not None, f"{sig.name} does not match its example {ex.line!r}"
+        for key, value in ex.fields.items():
+            assert str(fields.get(key)) == str(value), f"{sig.name}: field {key} of {ex.line!r}"
+
+
+@pytest.mark.parametrize("sig", SIGS.signatures, ids=lambda s: s.name)
+def test_counter_examples_do_not_match(sig):
+    for line in sig.counter_examples:
+        assert sig.match(line) is None, f"{sig.name} matches its near miss {line!r}"
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_both_scan_engines_find_every_example(engine):
+    pytest.importorskip("hyperscan") if engine == "hyperscan" else None
+    scanner = Scanner(SIGS, engine=engine)
+    for sig in (s for s in SIGS.signatures if s.component != "steptime"):
+        text = "noise line\n" + sig.examples[0].line + "\nmore noise\n"
+        hits = scanner.scan_buffer(text.encode())
+        assert any(h.signature == sig.name and h.line_no == 2 for h in hits.hits), (engine, sig.name)
