@@ -264,6 +264,7 @@ class Redactor:
         is_host = out.startswith("node-")
         if sfx and not (is_host and sfx.rsplit(".", 1)[-1].lower() not in P.FILE_EXTS):
             out += sfx
+        out += m.group("lbr") or ""
         if port:
             out += ":" + (self.placeholder("port", port) if is_host else port)
         return out

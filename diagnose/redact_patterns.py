@@ -231,4 +231,4 @@ def compress_nodes(names: list[str]) -> str:
     return ",".join(names)
 
 
-LIT_SUFFIX = r"(?P<lsfx>(?:\.[A-Za-z][\w-]*)+)?(?::(?P<lport>\d{1,5})(?![\d:]))?"
+LIT_SUFFIX = r"(?P<lsfx>(?:\.[A-Za-z][\w-]*)+)?(?P<lbr>\])?(?::(?P<lport>\d{1,5})(?![\d:]))?"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from diagnose.probes.checkpoint_files import FileContent
 from diagnose.probes.checkpoint_formats import Found, detect, read_dcp, read_deepspeed, read_hf
@@ -198,6 +198,17 @@ class CheckpointProbe:
     def applies_to(self, paths: Iterable[Path]) -> bool:
         return any(Path(p).exists() for p in paths)
 
-    def collect(self, paths: Iterable[Path]) -> list[CheckpointContent]:
-        """One evidence record per path."""
-        return [to_evidence(inspect_checkpoint(Path(p))) for p in paths]
+    def collect(self, paths: Iterable[Path]) -> Any:
+        """A `ProbeResult` with one evidence record per existing path; absent paths are skipped."""
+        from diagnose.probes.files import Skip
+        from diagnose.probes.logs import ProbeResult
+
+        out = ProbeResult()
+        for path in map(Path, paths):
+            if not path.exists():
+                out.skipped.append(Skip(str(path), "no such file or folder"))
+                continue
+            info = inspect_checkpoint(path)
+            out.evidence.append(to_evidence(info))
+            out.notes.extend(f"{info.path}: {n}" for n in info.notes)
+        return out

@@ -33,7 +33,8 @@ SCENARIOS: list[Scenario] = [
     ), (
         r"exitcode\s*: -9 \(pid: \d+\)",
         r"Signal 9 \(SIGKILL\) received by PID \d+",
-        r"Connection closed by peer",
+        # the peer sees either text (a race, both seen here): lab-notes 9.2 ties the second to hangs only
+        r"Connection closed by peer|Read error \[[\d.]+\]:\d+: Connection reset by peer",
     ), env={"E2E_MODE": "kill"}),
     Scenario("a1", "skip_allreduce.py", Expect(
         top1=("collective_mismatch", "checkpoint_barrier", "input_pipeline_bound", "rank_failure"),

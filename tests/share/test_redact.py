@@ -132,7 +132,7 @@ def planted_lines(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "\n".join(lines), used
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(planted_lines())
 def test_property_no_generated_identifier_survives(case: tuple[str, list[str]]) -> None:
     text, used = case
