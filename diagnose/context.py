@@ -48,6 +48,9 @@ class Context:
             value = env.variables.get("WORLD_SIZE")
             if value and value.isdigit():
                 sizes.append(int(value))
+            value = env.variables.get("dist.world_size")
+            if value and value.isdigit():
+                sizes.append(int(value))
         for line in self.lines("ddp_member_banner"):
             if isinstance(line.fields.get("world_size"), int):
                 sizes.append(line.fields["world_size"])
@@ -55,3 +58,9 @@ class Context:
             if pg.id in ("0", "default_pg"):
                 sizes.append(len(pg.members))
         return max(sizes) if sizes else None
+
+    def group_initialized(self) -> bool:
+        """Some rank got past process-group init (so every rank arrived at rendezvous)."""
+        if self.of("process_group") or any(c.state != "timed_out" or c.seq for c in self.of("collective_state")):
+            return True
+        return any("dist.world_size" in env.variables for env in self.of("rank_env"))

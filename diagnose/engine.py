@@ -159,6 +159,7 @@ def diagnose_evidence(
     told = set(resolve_symptom(symptom)) if symptom else set()
     items = list(evidence)
     items += crossrank.derive(items)
+    scaling = _scaling(items)
     items += [ReportedSymptom(symptom=s, text=f"--symptom {symptom}") for s in sorted(told)]
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
@@ -167,7 +168,20 @@ def diagnose_evidence(
     report.symptom = sorted(told)[0] if len(told) == 1 else (causes[0].symptom if causes else None)
     report.next = _next_steps(ruleset, causes)
     rankview.fill(report, ctx)
+    if scaling:
+        report.scaling = scaling
     return report
+
+
+def _scaling(items: list[Any]) -> dict[str, Any] | None:
+    """Step-time facts (batch contract, eta, dominant term) added to ``items`` when step metrics are present."""
+    if not any(e.kind in ("step_metric", "stack_sample") for e in items) or any(e.kind == "scaling_fact" for e in items):
+        return None
+    from diagnose.analyzers.scaling import analyze_scaling
+
+    analysis = analyze_scaling(items)
+    items += analysis.facts
+    return analysis.summary or None
 
 
 def _next_steps(ruleset: RuleSet, causes: Sequence[Cause]) -> list[str]:

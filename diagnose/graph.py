@@ -13,7 +13,7 @@ PRODUCERS: dict[str, tuple[str, ...]] = {
     "log_line": ("logs",), "rank_exit": ("crossrank",), "collective_state": ("crossrank", "flight_recorder"),
     "process_group": ("flight_recorder",), "rank_status": ("live", "hook_merge"), "stack_sample": ("live", "hook"),
     "rank_env": ("live", "hook"), "step_metric": ("steptime",), "checkpoint_content": ("checkpoint",),
-    "memory_state": ("live", "hook"), "reported_symptom": ("cli",),
+    "memory_state": ("live", "hook"), "reported_symptom": ("cli",), "scaling_fact": ("steptime",),
 }
 
 

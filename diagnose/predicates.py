@@ -7,6 +7,7 @@ returns a `Binding` (the ranks, evidence and fields it found) or None.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,15 +141,26 @@ def collective_timed_out(ctx: Context, ops: Sequence[str] = (), max_numel: int |
     hits = [c for c in ctx.of("collective_state") if c.state == "timed_out"
             and (not ops or (c.op or "").lower() in ops)]
     if max_numel is not None:
-        hits = [c for c in hits if c.shape is not None and int(c.shape) <= max_numel]
+        hits = [c for c in hits if _numel(c) is not None and _numel(c) <= max_numel]
     if min_numel is not None:
-        hits = [c for c in hits if c.shape is not None and int(c.shape) >= min_numel]
+        hits = [c for c in hits if _numel(c) is not None and _numel(c) >= min_numel]
     if not hits:
         return None
     first = hits[0]
     return Binding(_ranks_of(hits), tuple(hits[:50]), {
         "op": first.op or "a collective", "seq": first.seq if first.seq is not None else "?",
         "numel": first.shape or "?", "victims": format_ranks(_ranks_of(hits)), "count": len(hits)})
+
+
+def _numel(state: Any) -> int | None:
+    """Element count of a collective's tensor, when its shape says (``"16"`` or ``"[4, 4]"``)."""
+    digits = [int(d) for d in re.findall(r"\d+", state.shape or "")]
+    if not digits:
+        return None
+    total = 1
+    for d in digits:
+        total *= d
+    return total
 
 
 @predicate(binds=("seq", "behind"), kinds=("collective_state",))
@@ -225,7 +237,8 @@ def ranks_never_arrived(ctx: Context) -> Binding | None:
     for line in ctx.lines("store_clients_missing"):
         expected = max(expected or 0, int(line.fields.get("expected", 0)))
         cited.append(line)
-    missing = {s.rank for s in ctx.of("rank_status") if s.status in ("missing", "no_evidence") and s.rank is not None}
+    quiet = {"missing"} if ctx.group_initialized() else {"missing", "no_evidence"}
+    missing = {s.rank for s in ctx.of("rank_status") if s.status in quiet and s.rank is not None}
     cited += [s for s in ctx.of("rank_status") if s.rank in missing]
     if expected and seen:
         missing |= set(range(expected)) - seen
@@ -262,19 +275,24 @@ def values_differ(ctx: Context, signature: str, field: str) -> Binding | None:
 
 
 @predicate(binds=("exc_type", "message"), kinds=("log_line",))
-def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = ()) -> Binding | None:
-    """Ranks that raised an exception of their own (not one that only reports a peer's failure)."""
+def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
+                         uncaught_only: bool = False) -> Binding | None:
+    """Ranks that raised an exception of their own (not one that only reports a peer's failure).
+
+    Reads traceback lines from logs and the exceptions the in-process hook recorded."""
     ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
                if e.provenance.line is not None}
-    hits = [e for e in ctx.lines("python_exception")
+    hooked = [e for e in ctx.lines("hook_exception") if e.fields.get("uncaught") or not uncaught_only]
+    hits = [e for e in [*ctx.lines("python_exception"), *hooked]
             if e.rank is not None and (e.provenance.source, e.provenance.line) not in ignored
-            and str(e.fields.get("exc_type", "")).rsplit(".", 1)[-1] not in ignore_types]
+            and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types]
     if not hits:
         return None
     first = hits[0]
     return Binding(_ranks_of(hits), tuple(hits[:10]),
-                   {"exc_type": first.fields.get("exc_type", "?"), "message": str(first.fields.get("message", ""))[:160]})
+                   {"exc_type": _exc_type(first) or "?", "message": str(first.fields.get("message", ""))[:160]})
 
 
-from diagnose import predicates_stacks as _live  # noqa: E402,F401  (registers the live-probe predicates)
-from diagnose import predicates_checkpoint as _checkpoint  # noqa: E402,F401  (registers the checkpoint predicates)
+def _exc_type(line: Any) -> str:
+    return str(line.fields.get("exc_type") or line.fields.get("type") or "")
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from collections.abc import Iterable
@@ -17,6 +18,8 @@ from diagnose.signatures import SignatureSet, load_signatures
 from diagnose.vocab import CAUSES, SYMPTOMS
 from diagnose.yamlload import builtin_rules_dir
 
+PREDICATE_MODULES = ("diagnose.predicates", "diagnose.predicates_stacks", "diagnose.predicates_checkpoint",
+                     "diagnose.predicates_scaling")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _ROW = re.compile(r"^\| `([A-Za-z]\.[\w.-]+)` \|", re.M)
 
@@ -41,8 +44,15 @@ def runbook_rows() -> dict[str, str]:
     return rows
 
 
+def register_predicates() -> None:
+    """Import every predicate module so the registry holds the whole vocabulary."""
+    for name in PREDICATE_MODULES:
+        importlib.import_module(name)
+
+
 def load_ruleset(extra_dirs: Iterable[Path] = ()) -> RuleSet:
     """Load rules and signatures and cross-check them; raise RuleSetError with every problem."""
+    register_predicates()
     extra = list(extra_dirs)
     errors: list[RuleError] = []
     try:
@@ -88,11 +98,12 @@ def validate(rules: list[Rule], sigs: SignatureSet) -> list[RuleError]:
         bound = _check_calls(rule.match, sigs, err)
         for idx, outcome in enumerate(rule.outcomes):
             names = bound | _check_calls(outcome.when, sigs, err)
-            _check_outcome(outcome, names, rule, idx, err)
+            _check_outcome(outcome, names, rule, idx, sigs, err)
     return errors
 
 
-def _check_outcome(outcome, names: dict[str, PredicateCall], rule: Rule, idx: int, err) -> None:  # noqa: ANN001
+def _check_outcome(outcome, names: dict[str, PredicateCall], rule: Rule, idx: int,  # noqa: ANN001
+                   sigs: SignatureSet, err) -> None:  # noqa: ANN001
     if outcome.cause not in CAUSES and (outcome.refines is None or outcome.refines not in CAUSES):
         err(f"unknown cause {outcome.cause!r}", "an id from CAUSES.md, or a finer id with refines:")
     if outcome.symptom and outcome.symptom not in SYMPTOMS:
@@ -104,31 +115,23 @@ def _check_outcome(outcome, names: dict[str, PredicateCall], rule: Rule, idx: in
         call = names.get(name)
         if call is None:
             err(f"message placeholder {{{ph}}} is not bound", "to bind it with 'as:' in match or when")
-        elif attr and attr not in REGISTRY[call.predicate].binds and not _signature_field(call, attr):
+        elif attr and attr not in REGISTRY[call.predicate].binds and not _signature_field(call, attr, sigs):
             err(f"placeholder {{{ph}}}: {call.predicate} binds no field {attr!r}")
     if idx < len(rule.outcomes) - 1 and not outcome.when:
         err(f"outcome {idx + 1} has no 'when' so the outcomes after it can never fire",
             "to put the unconditional outcome last")
 
 
-def _signature_field(call: PredicateCall, attr: str) -> bool:
-    from diagnose.signatures import Signature  # noqa: F401  (fields come from extract groups)
-
-    names = call.params.get("names") or []
-    sigs = _SIGS_FOR_CHECK
-    for n in names:
-        sig = sigs.by_name.get(n) if sigs else None
+def _signature_field(call: PredicateCall, attr: str, sigs: SignatureSet) -> bool:
+    """Whether a signature named by ``call`` extracts a field ``attr`` (a named group)."""
+    for name in call.params.get("names") or []:
+        sig = sigs.by_name.get(name)
         if sig is not None and attr in re.compile(sig.extract or sig.detect).groupindex:
             return True
     return False
 
 
-_SIGS_FOR_CHECK: SignatureSet | None = None
-
-
 def _check_calls(calls: Iterable[PredicateCall], sigs: SignatureSet, err) -> dict[str, PredicateCall]:  # noqa: ANN001
-    global _SIGS_FOR_CHECK
-    _SIGS_FOR_CHECK = sigs
     bound: dict[str, PredicateCall] = {}
     for call in calls:
         info = REGISTRY.get(call.predicate)

@@ -38,11 +38,9 @@ _RECORD_KEYS = {k for names in _ALIASES.values() for k in names} | {"precision",
 def run_scaling(paths: list[Path], symptom: str | None = None) -> Report:
     """Read every path, analyze the step times and batch contract, and return the report."""
     evidence, skipped, records = collect_scaling_evidence(paths)
-    analysis = analyze_scaling(evidence)
     notes = [] if evidence else ["no step times, profiler traces or run records found"]
-    report = diagnose_evidence([*evidence, *analysis.facts], symptom=symptom, skipped=skipped,
-                               notes=notes, command="scaling")
-    report.scaling = {**analysis.summary, "records": records}
+    report = diagnose_evidence(evidence, symptom=symptom, skipped=skipped, notes=notes, command="scaling")
+    report.scaling = {**(report.scaling or analyze_scaling(evidence).summary), "records": records}
     return report
 
 

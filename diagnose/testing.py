@@ -22,9 +22,8 @@ def run_case(rule_id: str, case: dict[str, Any]) -> CaseResult:
     from diagnose.context import Context
     from diagnose.engine import evaluate_rule
     from diagnose.evidence import parse_evidence
-    from diagnose.ruleset import load_ruleset
 
-    rule = _ruleset().by_id[rule_id] if rule_id in _ruleset().by_id else load_ruleset().by_id[rule_id]
+    rule = _ruleset().by_id[rule_id]
     evidence = parse_evidence(case.get("evidence") or [])
     evidence += crossrank.derive(evidence)
     finding = evaluate_rule(rule, Context(evidence))

@@ -34,6 +34,7 @@ class ProbeResult:
     evidence: list[Any] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    scanned: list[str] = field(default_factory=list)
 
 
 @lru_cache(maxsize=1)
@@ -116,7 +117,9 @@ class LogProbe:
             else:
                 logs.append(str(f))
         records: list[dict[str, Any]] = []
-        for recs, skipped, notes in self._scan_all(logs):
+        for (recs, skipped, notes), name in zip(self._scan_all(logs), logs):
+            if not skipped:
+                out.scanned.append(name)
             records.extend(recs)
             out.skipped.extend(skipped)
             out.notes.extend(notes)
