@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     hang.add_argument("--job", required=True, help="Slurm job id, torchrun run id or launcher pid")
     hang.add_argument("--timeout", type=float, default=10.0)
     hang.add_argument("--save", type=Path)
+    hang.add_argument("--native", action="store_true",
+                      help="also take native frames (shows the DDP reducer; pauses each rank ~1-2 s)")
     ckpt = sub.add_parser("checkpoint", parents=[common], help="what a checkpoint holds and lacks")
     ckpt.add_argument("paths", nargs="+", type=Path)
     scal = sub.add_parser("scaling", parents=[common], help="batch contract, efficiency and step-time model")
@@ -108,7 +110,7 @@ def _run_command(args: argparse.Namespace) -> Any:
     if cmd == "hang":
         from diagnose.live import run_hang
 
-        return run_hang(args.job, timeout=args.timeout, save=args.save)
+        return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native)
     if cmd == "checkpoint":
         _check_paths(args.paths)
         from diagnose.checkpoint_cmd import run_checkpoint
@@ -133,21 +135,20 @@ def _run_command(args: argparse.Namespace) -> Any:
 
 
 def _emit(report: Any, args: argparse.Namespace) -> None:
-    data = report.to_json_dict()
-    if args.redact:
-        from diagnose.redact import redact_report
+    if args.redact:  # one redactor for every output, so placeholders agree across formats
+        from diagnose.redact import redact_report_model
 
-        data = redact_report(data)
+        report = redact_report_model(report)
     if args.html:
         from diagnose.render_html import write_html
 
-        write_html(report, args.html, redact=args.redact)
+        write_html(report, args.html)
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False) + "\n")
         return
     from diagnose.render_text import print_report
 
-    print_report(data)
+    print_report(report)
 
 
 if __name__ == "__main__":

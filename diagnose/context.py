@@ -51,6 +51,9 @@ class Context:
             value = env.variables.get("dist.world_size")
             if value and value.isdigit():
                 sizes.append(int(value))
+        for line in self.lines("store_clients_missing"):
+            if isinstance(line.fields.get("expected"), int):
+                sizes.append(line.fields["expected"])
         for line in self.lines("ddp_member_banner"):
             if isinstance(line.fields.get("world_size"), int):
                 sizes.append(line.fields["world_size"])

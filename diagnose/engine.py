@@ -15,8 +15,8 @@ from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
 from diagnose.predicates import REGISTRY, Binding, format_ranks
 from diagnose.report import Cause, EvidenceRef, Report, Skipped
-from diagnose.rulespec import Outcome, PredicateCall, Rule
 from diagnose.ruleset import RuleSet, load_ruleset
+from diagnose.rulespec import Outcome, PredicateCall, Rule
 from diagnose.scoring import apply_prior, combine, confidence_of, finding_score
 from diagnose.vocab import resolve_symptom
 

@@ -7,11 +7,11 @@ host and pid), so a conclusion can always cite the lines that led to it.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-Scalar = Union[str, int, float, bool]
+Scalar = str | int | float | bool
 
 
 class Provenance(BaseModel):
@@ -174,10 +174,7 @@ class ReportedSymptom(_Evidence):
 
 
 Evidence = Annotated[
-    Union[
-        LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
-        RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact,
-    ],
+    LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact,
     Field(discriminator="kind"),
 ]
 

@@ -70,9 +70,4 @@ def run_record(paths: Sequence[Path], redact: bool = True) -> str:
 
     evidence, skipped, notes = collect_logs(paths)
     report = diagnose_evidence(evidence, skipped=skipped, notes=notes, command="record")
-    text = render_record(report, facts_from_evidence(evidence))
-    if redact:
-        from diagnose.redact import Redactor, redact_text
-
-        text = redact_text(text, Redactor())
-    return text
+    return render_record(report, facts_from_evidence(evidence), redact=redact)

@@ -6,8 +6,8 @@ returns a `Binding` (the ranks, evidence and fields it found) or None.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,32 +106,42 @@ def _frames_match(frames: Any, wanted: Sequence[str]) -> bool:
 @predicate(binds=("exitcode", "signal"), kinds=("rank_exit",))
 def rank_exited(ctx: Context, signals: Sequence[str] = (), exitcodes: Sequence[int] = (),
                 without_error_file: bool = False, exclude_signals: Sequence[str] = (),
-                unless_reported: Sequence[str] = ()) -> Binding | None:
+                unless_reported: Sequence[str] = (), only_reported: Sequence[str] = ()) -> Binding | None:
     """Ranks ended with one of the signals or exit codes (any non-zero when neither is given).
 
     ``unless_reported`` drops ranks that logged one of those signatures themselves (e.g. a rank
-    whose own watchdog timed out and then aborted is a victim, not a culprit)."""
+    whose own watchdog timed out and then aborted is a victim, not a culprit); ``only_reported``
+    keeps only ranks that logged one of those (e.g. a checkpoint save). A line of ``only_reported``
+    that names no rank counts for the one candidate rank when there is exactly one."""
     reporters = {e.rank for name in unless_reported for e in ctx.lines(name) if e.rank is not None}
-    found = []
-    for ex in ctx.of("rank_exit"):
-        if ex.rank in reporters:
-            continue
-        sig = ex.signal or SIGNALS.get(-(ex.exitcode or 0))
-        if exclude_signals and sig in exclude_signals:
-            continue
-        if signals or exitcodes:
-            if sig not in signals and ex.exitcode not in exitcodes:
-                continue
-        elif not ex.exitcode:
-            continue
-        if without_error_file and ex.error_file:
-            continue
-        found.append(ex)
+    found = [ex for ex in ctx.of("rank_exit") if ex.rank not in reporters
+             and _exit_matches(ex, signals, exitcodes, exclude_signals, without_error_file)]
+    cited: list[Any] = []
+    if only_reported:
+        lines = [e for name in only_reported for e in ctx.lines(name)]
+        doing = {e.rank for e in lines if e.rank is not None}
+        if len(found) == 1 and any(e.rank is None for e in lines):
+            doing.add(found[0].rank)
+        found = [ex for ex in found if ex.rank in doing]
+        cited = [e for e in lines if e.rank in doing or e.rank is None][:5]
     if not found:
         return None
     first = found[0]
     sig = first.signal or SIGNALS.get(-(first.exitcode or 0), "")
-    return Binding(_ranks_of(found), tuple(found), {"exitcode": first.exitcode, "signal": sig or "no signal"})
+    return Binding(_ranks_of(found), (*found, *cited), {"exitcode": first.exitcode, "signal": sig or "no signal"})
+
+
+def _exit_matches(ex: Any, signals: Sequence[str], exitcodes: Sequence[int], exclude_signals: Sequence[str],
+                  without_error_file: bool) -> bool:
+    sig = ex.signal or SIGNALS.get(-(ex.exitcode or 0))
+    if exclude_signals and sig in exclude_signals:
+        return False
+    if signals or exitcodes:
+        if sig not in signals and ex.exitcode not in exitcodes:
+            return False
+    elif not ex.exitcode:
+        return False
+    return not (without_error_file and ex.error_file)
 
 
 @predicate(binds=("op", "seq", "numel", "victims"), kinds=("collective_state",))

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
+
+from diagnose.render_grid import render_rank_grid
+from diagnose.report import Report
 
 _COLORS = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
-def print_report(data: dict[str, Any], console: Console | None = None) -> None:
-    """Print a JSON report dict for people."""
+def print_report(report: Report, console: Console | None = None) -> None:
+    """Print a report for people: causes, culprits, cited lines, fix, and the rank picture."""
     console = console or Console()
+    data = report.to_json_dict()
     ranks = data.get("ranks") or {}
     head = Text(f"diagnose {data.get('command') or ''}: symptom {data.get('symptom') or 'unknown'}", style="bold")
     if ranks.get("world_size"):
@@ -39,32 +40,13 @@ def print_report(data: dict[str, Any], console: Console | None = None) -> None:
         console.print(Panel(body, title=title, title_align="left", expand=True))
     if len(causes) > 5:
         console.print(f"... and {len(causes) - 5} less likely cause(s); --json shows all.")
-    if data.get("rank_states") and len(data["rank_states"]) > 1:
-        _grid(console, data["rank_states"])
+    if len(report.rank_states) > 1:
+        console.print(render_rank_grid(report))
     for item in data.get("next") or []:
         console.print(f"[bold]next time:[/bold] {item}")
     if data.get("skipped"):
         console.print(f"[dim]{len(data['skipped'])} input(s) skipped, e.g. "
                       f"{data['skipped'][0]['source']}: {data['skipped'][0]['reason']}[/dim]")
-
-
-def _grid(console: Console, states: list[dict[str, Any]]) -> None:
-    try:
-        from diagnose.render_grid import render_rank_grid_data
-    except ImportError:
-        render_rank_grid_data = None
-    if render_rank_grid_data is not None:
-        console.print(render_rank_grid_data(states))
-        return
-    table = Table(title="ranks", show_header=True)
-    table.add_column("state")
-    table.add_column("ranks")
-    groups: dict[str, list[int]] = {}
-    for s in states:
-        groups.setdefault(s["state"], []).append(s["rank"])
-    for state, rs in groups.items():
-        table.add_row(state, _ranks(rs))
-    console.print(table)
 
 
 def _ranks(ranks: list[int]) -> str:

@@ -43,8 +43,8 @@ def run_rules(action: str, rule_id: str | None, extra: list[Path], out: Path, st
 
 
 def _check(ruleset, stream: TextIO) -> int:  # noqa: ANN001
+    from diagnose.fixtures import run_case
     from diagnose.graph import check_graph
-    from diagnose.testing import run_case
 
     problems = [str(e) for e in check_graph(ruleset)]
     cases = 0

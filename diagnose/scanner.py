@@ -52,6 +52,10 @@ class Scanner:
         self.signatures = signatures
         self.engine = engine or ("hyperscan" if hyperscan is not None else "re")
 
+    def prepare(self) -> None:
+        """Build the scan database now (before forking workers that should share it)."""
+        _ = self._hs_db if self.engine == "hyperscan" else self._re_any
+
     @cached_property
     def _hs_db(self) -> Any:
         cache = _cache_path(self.signatures.digest)

@@ -11,6 +11,7 @@ import yaml
 from diagnose.errors import RuleError, RuleLocation
 
 LinePath = tuple[Any, ...]
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it
 
 
 def builtin_rules_dir() -> Path:
@@ -22,8 +23,12 @@ def load_yaml_with_lines(path: Path) -> tuple[Any, dict[LinePath, int]]:
     """Parse ``path``; return the data and a map from key paths to 1-based lines."""
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -8,6 +8,7 @@ and maps plain files instead of reading them into memory.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import lzma
 import mmap
@@ -92,10 +93,8 @@ def open_buffer(path: Path) -> OpenedBuffer | Skip:
             if _looks_binary(fh.read(BINARY_PROBE)):
                 return Skip(str(path), "binary file")
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
+        with contextlib.suppress(AttributeError, OSError):
             mm.madvise(mmap.MADV_SEQUENTIAL)
-        except (AttributeError, OSError):
-            pass
         return OpenedBuffer(mm, mm.close)
     except PermissionError:
         return Skip(str(path), "permission denied")
@@ -158,8 +157,6 @@ def total_size(files: Iterable[Path]) -> int:
     """Bytes on disk of ``files`` (0 for any that vanished)."""
     total = 0
     for f in files:
-        try:
+        with contextlib.suppress(OSError):
             total += os.stat(f).st_size
-        except OSError:
-            pass
     return total

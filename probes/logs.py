@@ -18,11 +18,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+from diagnose.probes.files import OpenedBuffer, Skip, open_buffer, total_size, walk
+
 from diagnose.evidence import LogLine, Provenance, parse_evidence
 from diagnose.scanner import Scanner
 from diagnose.signatures import SignatureSet, load_signatures
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
-from diagnose.probes.files import OpenedBuffer, Skip, open_buffer, total_size, walk
 
 PARALLEL_BYTES = 48 << 20  # below this, a process pool costs more than it saves
 
@@ -63,8 +64,16 @@ def rank_from_line(text: str) -> int | None:
     return None
 
 
-def _scan_one(args: tuple[str, Scanner]) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
-    path, scanner = args
+_WORKER_SCANNER: Scanner | None = None  # set before forking: workers inherit the compiled database
+
+
+def _scan_in_worker(path: str) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
+    if _WORKER_SCANNER is None:
+        raise RuntimeError("scan worker started without a scanner")
+    return _scan_one(path, _WORKER_SCANNER)
+
+
+def _scan_one(path: str, scanner: Scanner) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
     opened = open_buffer(Path(path))
     if isinstance(opened, Skip):
         return [], [opened], []
@@ -117,7 +126,7 @@ class LogProbe:
             else:
                 logs.append(str(f))
         records: list[dict[str, Any]] = []
-        for (recs, skipped, notes), name in zip(self._scan_all(logs), logs):
+        for (recs, skipped, notes), name in zip(self._scan_all(logs), logs, strict=True):
             if not skipped:
                 out.scanned.append(name)
             records.extend(recs)
@@ -127,16 +136,18 @@ class LogProbe:
         return out
 
     def _scan_all(self, logs: list[str]) -> Iterable[tuple[list[dict[str, Any]], list[Skip], list[str]]]:
-        jobs = [(p, self.scanner) for p in logs]
         if self.workers > 1 and len(logs) > 1 and total_size(Path(p) for p in logs) > PARALLEL_BYTES:
             import multiprocessing
 
+            global _WORKER_SCANNER
+            self.scanner.prepare()  # compile (or load) once in the parent; forked workers share it
+            _WORKER_SCANNER = self.scanner
             ctx = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
-                yield from pool.map(_scan_one, jobs, chunksize=max(1, len(jobs) // (self.workers * 8)))
+                yield from pool.map(_scan_in_worker, logs, chunksize=max(1, len(logs) // (self.workers * 8)))
         else:
-            for job in jobs:
-                yield _scan_one(job)
+            for path in logs:
+                yield _scan_one(path, self.scanner)
 
     def _load_evidence_file(self, path: Path, out: ProbeResult) -> None:
         try:

@@ -20,8 +20,10 @@ def fill(report: Report, ctx: Context) -> None:
     report.ranks = RankSummary(world_size=world, seen=sorted(seen), missing=missing)
     culprits = {r for c in report.causes[:1] for r in c.ranks}
     states: dict[int, str] = {}
-    for st in ctx.of("stack_sample"):
-        if st.rank is not None and st.sample == 0:
+    latest: dict[int, int] = {}
+    for st in ctx.of("stack_sample"):  # the latest sample of each rank (later samples may carry native frames)
+        if st.rank is not None and st.sample >= latest.get(st.rank, -1):
+            latest[st.rank] = st.sample
             states[st.rank] = st.op or st.activity
     for c in ctx.of("collective_state"):
         if c.rank is not None:

@@ -207,10 +207,13 @@ def project_patterns() -> list[tuple[str, str, bool]]:
     return [(s.name, s.detect, s.caseless) for s in signature_expressions(load_signatures())]
 
 
-def grep_patterns(path: Path) -> tuple[int, list[str]]:
-    """Write the project's signatures as grep -E patterns to path; returns (count, names grep rejected)."""
+def grep_patterns(path: Path, only: list[str] | None = None) -> tuple[int, list[str]]:
+    """Write the project's signatures (or those named in `only`) as grep -E patterns to path;
+    returns (count, names grep rejected)."""
     good, rejected = [], []
     for name, detect, caseless in project_patterns():
+        if only is not None and name not in only:
+            continue
         ere = to_ere(detect, caseless)
         ok = False
         try:

@@ -12,6 +12,12 @@ from e2e_harness import Expect, Scenario
 HANG_TIMEOUT = 8.0  # lab-notes section 8: PG timeout for hang cases
 STORE_TIMEOUT = 5.0  # lab-notes section 8: store timeout for rendezvous failures
 DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+# A peer that died is seen as either text (a race; both seen here, also for a plain exception):
+# lab-notes 9.2 ties the second one to hung peers only.
+PEER_LOST = r"Connection closed by peer|Read error \[[\d.]+\]:\d+: Connection reset by peer"
+# A rank that raised usually exits 1, but sometimes aborts at interpreter exit
+# ("terminate called without an active exception", exitcode -6) - seen in d1.
+RAISED_EXIT = r"exitcode\s*: (1 |-6 \(pid: \d+\)\s+\(SIGABRT\))"
 
 _CRASH = Expect(top1=("rank_failure",), ranks=(1,), not_ranks=(0,))
 _MISMATCH = Expect(top1=("collective_mismatch",),
@@ -20,8 +26,8 @@ _MISMATCH = Expect(top1=("collective_mismatch",),
 SCENARIOS: list[Scenario] = [
     Scenario("d1", "crash.py", _CRASH, (
         r"\[rank1\]: ValueError: simulated bad batch on rank 1 at step 3",
-        r"Connection closed by peer",
-        r"exitcode\s*: 1 ",
+        PEER_LOST,
+        RAISED_EXIT,
     ), env={"E2E_MODE": "raise"}),
     Scenario("d2", "crash.py", _CRASH, (
         r"ValueError: simulated bad batch on rank 1 at step 3",
@@ -33,11 +39,10 @@ SCENARIOS: list[Scenario] = [
     ), (
         r"exitcode\s*: -9 \(pid: \d+\)",
         r"Signal 9 \(SIGKILL\) received by PID \d+",
-        # the peer sees either text (a race, both seen here): lab-notes 9.2 ties the second to hangs only
-        r"Connection closed by peer|Read error \[[\d.]+\]:\d+: Connection reset by peer",
+        PEER_LOST,
     ), env={"E2E_MODE": "kill"}),
     Scenario("a1", "skip_allreduce.py", Expect(
-        top1=("collective_mismatch", "checkpoint_barrier", "input_pipeline_bound", "rank_failure"),
+        top1=("collective_mismatch", "checkpoint_barrier", "input_pipeline_bound"),
         in_top3=("collective_mismatch",), ranks=(1,), not_ranks=(0,),
         note="without DETAIL the logs show only that rank 1 went silent (SIGTERM, no timeout) while rank 0 "
              "timed out in recv: the culprit is clear, the reason (skipped collective vs other work) is not",
@@ -95,7 +100,7 @@ SCENARIOS: list[Scenario] = [
     ), (
         r"DefaultCPUAllocator: can't allocate memory: you tried to allocate 268435456 bytes\. "
         r"Error code 12 \(Cannot allocate memory\)",
-        r"Connection closed by peer",
+        PEER_LOST,
     )),
 ]
 

@@ -36,8 +36,9 @@ def test_malformed_rule_is_located_not_a_traceback(tmp_path):
                                           "requires: [log_line]\nmatch:\n  - no_such_predicate: {}\n"
                                           "outcomes: [{cause: nonsense, confidence: high, message: '{x.y}'}]\n"
                                           "explain: {why: 'long enough text here'}\nfix: f\nnext_steps: [a]\n")
-    from diagnose.cli import main
     import contextlib
+
+    from diagnose.cli import main
 
     err = io.StringIO()
     with contextlib.redirect_stdout(err):

@@ -20,7 +20,7 @@ def leaks(text: str, planted: list[str] = PLANTED) -> list[str]:
 @pytest.fixture
 def planted_report() -> Report:
     lines = PLANTED_LOG.splitlines()
-    refs = [EvidenceRef(source=f"/home/ewulff/logs/slurm-42859712.out", line=i + 1, rank=i % 8,
+    refs = [EvidenceRef(source="/home/ewulff/logs/slurm-42859712.out", line=i + 1, rank=i % 8,
                         host="gpu47" if i % 2 else "node23", text=t) for i, t in enumerate(lines)]
     states = [RankState(rank=r, state="all_reduce #41 on gpu48") for r in range(8)]
     states[3] = RankState(rank=3, state="exited -9 (SIGKILL) on gpu47.cluster.uni-example.de",
