@@ -33,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     hang.add_argument("--save", type=Path)
     hang.add_argument("--native", action="store_true",
                       help="also take native frames (shows the DDP reducer; pauses each rank ~1-2 s)")
+    hang.add_argument("--local", action="store_true", help=argparse.SUPPRESS)  # one node, no fan-out (srun)
     ckpt = sub.add_parser("checkpoint", parents=[common], help="what a checkpoint holds and lacks")
     ckpt.add_argument("paths", nargs="+", type=Path)
     scal = sub.add_parser("scaling", parents=[common], help="batch contract, efficiency and step-time model")
@@ -110,7 +111,7 @@ def _run_command(args: argparse.Namespace) -> Any:
     if cmd == "hang":
         from diagnose.live import run_hang
 
-        return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native)
+        return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native, local=args.local)
     if cmd == "checkpoint":
         _check_paths(args.paths)
         from diagnose.checkpoint_cmd import run_checkpoint

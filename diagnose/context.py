@@ -57,9 +57,9 @@ class Context:
         for line in self.lines("ddp_member_banner"):
             if isinstance(line.fields.get("world_size"), int):
                 sizes.append(line.fields["world_size"])
-        for pg in self.of("process_group"):
-            if pg.id in ("0", "default_pg"):
-                sizes.append(len(pg.members))
+        for pg in self.of("process_group"):  # the default group holds every rank; subgroups fewer
+            if pg.members:
+                sizes.append(max(pg.members) + 1)
         return max(sizes) if sizes else None
 
     def group_initialized(self) -> bool:

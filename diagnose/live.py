@@ -92,12 +92,37 @@ def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], 
     (directory / "processes.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
 
 
-def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False) -> Report:
-    """Probe a hung job on this host and return the diagnosis (raises ProbeError for an unknown job)."""
-    from diagnose.engine import diagnose_evidence
+def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False,
+             local: bool = False, fanout: bool | None = None) -> Report:
+    """Probe a hung job and return the diagnosis (raises ProbeError for an unknown job).
 
-    evidence, skipped, notes, raw = collect(job, timeout, native=native)
+    A Slurm job whose ranks run on other nodes is probed on each node through ``srun --overlap``
+    (``fanout=None``: decide from Slurm's node list; True/False force it). ``local`` probes only this
+    node and keeps the raw evidence in the report, for that fan-out to merge.
+    """
+    from diagnose import live_nodes
+    from diagnose.engine import diagnose_evidence
+    from diagnose.errors import ProbeError
+
+    sjob = None if local else live_nodes.slurm_job(job)
+    if sjob is not None and sjob.running and (live_nodes.needs_fanout(sjob) if fanout is None else fanout):
+        evidence, skipped, notes, raw = live_nodes.collect_nodes(sjob, timeout, native)
+    else:
+        try:
+            evidence, skipped, notes, raw = collect(job, timeout, native=native)
+        except ProbeError as exc:
+            if sjob is not None and not sjob.running:
+                raise ProbeError(f"{exc}; Slurm says job {sjob.id} is {sjob.state}") from None
+            raise
+    if sjob is not None:
+        more, more_skipped, more_notes = live_nodes.output_evidence(sjob)
+        evidence += more
+        skipped += more_skipped
+        notes += more_notes
     if save is not None:
         notes.append(f"evidence saved to {save}")
         save_evidence(Path(save), evidence, skipped, notes, raw)
-    return diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)
+    report = diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)
+    if local:
+        report.evidence = dump_evidence(evidence)
+    return report

@@ -175,15 +175,41 @@ def _numel(state: Any) -> int | None:
 
 @predicate(binds=("seq", "behind"), kinds=("collective_state",))
 def rank_behind_in_sequence(ctx: Context) -> Binding | None:
-    """Ranks whose last enqueued collective is behind the others' (they never launched it)."""
-    states = [c for c in ctx.of("collective_state") if c.last_enqueued is not None and c.rank is not None]
-    if len(states) < 2:
-        return None
-    top = max(c.last_enqueued for c in states)
-    behind = [c for c in states if c.last_enqueued < top]
-    if not behind or len(behind) == len(states):
+    """Ranks whose last enqueued collective in a process group is behind the other members' (they never launched it)."""
+    groups: dict[str, list[Any]] = {}
+    for c in ctx.of("collective_state"):
+        if c.last_enqueued is not None and c.rank is not None:
+            groups.setdefault(c.process_group, []).append(c)
+    behind: list[Any] = []
+    top = None
+    for states in groups.values():
+        if len({c.rank for c in states}) < 2:
+            continue
+        high = max(c.last_enqueued for c in states)
+        lagging = [c for c in states if c.last_enqueued < high]
+        if lagging and len(lagging) < len(states):
+            behind += lagging
+            top = high if top is None else max(top, high)
+    if not behind:
         return None
     return Binding(_ranks_of(behind), tuple(behind), {"seq": top, "behind": format_ranks(_ranks_of(behind))})
+
+
+@predicate(binds=("seq", "ops"), kinds=("collective_state",))
+def ops_differ_at_same_seq(ctx: Context) -> Binding | None:
+    """Ranks of one group stand at the same sequence number in different collectives; the minority is the culprit."""
+    at: dict[tuple[str, int], dict[str, list[Any]]] = {}
+    for c in ctx.of("collective_state"):
+        if c.seq is not None and c.op and c.state != "completed" and c.rank is not None:
+            at.setdefault((c.process_group, c.seq), {}).setdefault(c.op, []).append(c)
+    for (_pg, seq), by_op in sorted(at.items(), key=lambda kv: kv[0][1]):
+        if len(by_op) < 2:
+            continue
+        minority = min(by_op.values(), key=len)
+        ops = " vs ".join(f"{op} on ranks {format_ranks(_ranks_of(v))}" for op, v in by_op.items())
+        cited = [c for v in by_op.values() for c in v[:3]]
+        return Binding(_ranks_of(minority), tuple(cited), {"seq": seq, "ops": ops})
+    return None
 
 
 @predicate(binds=("seq",), kinds=("collective_state",))

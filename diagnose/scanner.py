@@ -89,18 +89,21 @@ class Scanner:
             parts.append(f"(?:{prefix}{s.detect})" if not prefix else f"(?i:{s.detect})")
         return re.compile("|".join(parts).encode(errors="replace"), re.MULTILINE)
 
-    def candidates(self, buf: Any) -> dict[int, set[int]]:
-        """Map line-start offset -> signature indexes that may match there."""
-        found: dict[int, set[int]] = {}
+    def candidates(self, buf: Any) -> dict[int, tuple[set[int], int]]:
+        """Map line-start offset -> (signature indexes that may match there, last match end)."""
+        found: dict[int, tuple[set[int], int]] = {}
         if self.engine == "hyperscan" and len(buf):
             def on_match(sig_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:
                 start = buf.rfind(b"\n", 0, end) + 1
-                found.setdefault(start, set()).add(sig_id)
+                ids, last = found.get(start, (set(), end))
+                ids.add(sig_id)
+                found[start] = (ids, max(last, end))
             self._hs_db.scan(buf, match_event_handler=on_match)
             return found
         every = set(range(len(self.signatures)))  # the exact regexes decide on each candidate line
         for m in self._re_any.finditer(buf):
-            found[buf.rfind(b"\n", 0, m.start()) + 1] = every
+            end = max(m.end(), m.start() + 1)
+            found[buf.rfind(b"\n", 0, end - 1) + 1] = (every, end)
         return found
 
     def scan_buffer(self, buf: Any) -> BufferScan:
@@ -113,10 +116,9 @@ class Scanner:
         for start in sorted(candidates):
             line_no += buf[pos:start].count(b"\n")
             pos = start
-            end = buf.find(b"\n", start, start + MAX_LINE)
-            text = bytes(buf[start:end if end >= 0 else start + MAX_LINE]).decode("utf-8", "replace")
-            text = text.rstrip("\r")
-            for sig_idx in sorted(candidates[start]):
+            ids, match_end = candidates[start]
+            text = _line_window(buf, start, match_end)
+            for sig_idx in sorted(ids):
                 sig = sigs[sig_idx]
                 fields = sig.match(text)
                 if fields is None:
@@ -129,6 +131,14 @@ class Scanner:
                     fields = {**fields, **_traceback_fields(buf, start)}
                 result.hits.append(Hit(sig.name, line_no, text, fields))
         return result
+
+
+def _line_window(buf: Any, start: int, match_end: int) -> str:
+    """The hit line, or on a very long line the MAX_LINE bytes around the match."""
+    lo = start if match_end - start <= MAX_LINE // 2 else match_end - MAX_LINE // 2
+    end = buf.find(b"\n", match_end, lo + MAX_LINE)
+    hi = end if end >= 0 else min(len(buf), lo + MAX_LINE)
+    return bytes(buf[lo:hi]).decode("utf-8", "replace").rstrip("\r")
 
 
 def _cache_path(digest: str) -> Path:

@@ -6,6 +6,8 @@ Launcher knowledge (rank variables, launcher command lines) is data, in
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import subprocess
@@ -80,12 +82,23 @@ def discover(job: str) -> Job:
     tried = [kind] if kind else list(KINDS)
     environs = _EnvironScan()
     for k in tried:
-        pids = _FINDERS[k](ident, environs)
+        pids = _not_self(_FINDERS[k](ident, environs), environs)
         if pids:
             found = _classify(k, ident, pids, environs)
             if found.ranks:
                 return found
     raise ProbeError(f"no rank process of job {ident!r} on this host (tried {', '.join(tried)} id)")
+
+
+def _not_self(pids: list[int], environs: _EnvironScan) -> list[int]:
+    """Drop this probe itself: its ancestors and descendants, and its own Slurm step (``srun --overlap``)."""
+    me = psutil.Process()
+    own = {me.pid}
+    with contextlib.suppress(psutil.Error):
+        own |= {me.pid, *(p.pid for p in me.parents()), *(p.pid for p in me.children(recursive=True))}
+    step = [os.environ.get(k) for k in ("SLURM_JOB_ID", "SLURM_STEP_ID")]
+    return [p for p in pids if p not in own
+            and (None in step or [environs.get(p).get(k) for k in ("SLURM_JOB_ID", "SLURM_STEP_ID")] != step)]
 
 
 class _EnvironScan:
@@ -239,6 +252,8 @@ def _classify(kind: str, ident: str, pids: list[int], environs: _EnvironScan) ->
         elif info.role == "launcher":
             job.launchers.append(info)
     job.ranks.sort(key=lambda i: (i.rank if i.rank is not None else -1, i.pid))
+    rank_of = {i.pid: (i.rank if i.rank is not None else -1) for i in job.ranks}
+    job.workers.sort(key=lambda w: (rank_of.get(w.parent_pid or -1, -1), w.pid))  # grouped by their rank
     _expected(job)
     return job
 

@@ -123,7 +123,7 @@ def _decompress(path: Path, name: str) -> OpenedBuffer | Skip:
     try:
         with opener(path, "rb") as fh:
             while True:
-                block = fh.read(1 << 20)
+                block = fh.read(1 << 16)  # small blocks: a truncated archive keeps what came before
                 if not block:
                     break
                 chunks.append(block)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+from diagnose.probes import flight_recorder
 from diagnose.probes.files import OpenedBuffer, Skip, open_buffer, total_size, walk
 
 from diagnose.evidence import LogLine, Provenance, parse_evidence
@@ -96,7 +97,7 @@ def _records(path: str, scanner: Scanner, opened: OpenedBuffer) -> tuple[list[di
             "kind": "log_line", "signature": hit.signature, "rank": rank, "fields": fields,
             "text": hit.text[:2000], "provenance": {"probe": "logs", "source": path, "line": hit.line_no},
         })
-    notes = [opened.note] if opened.note else []
+    notes = [f"{path}: {opened.note}"] if opened.note else []
     notes += [f"{path}: {n} more '{sig}' lines not kept" for sig, n in result.dropped.items()]
     return records, [], notes
 
@@ -123,6 +124,8 @@ class LogProbe:
         for f in files:
             if _is_evidence_file(f):
                 self._load_evidence_file(f, out)
+            elif flight_recorder.looks_like_dump(f):
+                self._load_dump(f, out)
             else:
                 logs.append(str(f))
         records: list[dict[str, Any]] = []
@@ -148,6 +151,13 @@ class LogProbe:
         else:
             for path in logs:
                 yield _scan_one(path, self.scanner)
+
+    def _load_dump(self, path: Path, out: ProbeResult) -> None:
+        dump = flight_recorder.read_dump(path)
+        if isinstance(dump, Skip):
+            out.skipped.append(dump)
+        else:
+            out.evidence.extend(flight_recorder.dump_evidence(dump, str(path), rank_from_path(str(path))))
 
     def _load_evidence_file(self, path: Path, out: ProbeResult) -> None:
         try:

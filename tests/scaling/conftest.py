@@ -39,5 +39,11 @@ def chatty_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("chatty")
     runs = {"ws1": (1, -1), "ws2": (2, -1), "straggler": (2, 1)}
     for name, (world, slow) in runs.items():
-        _run(GEN / "chatty_allreduce.py", root / name, world, _free_port(), slow)
+        for attempt in range(3):  # a free port can be taken by a concurrent job before the run binds it
+            try:
+                _run(GEN / "chatty_allreduce.py", root / name, world, _free_port(), slow)
+                break
+            except subprocess.CalledProcessError:
+                if attempt == 2:
+                    raise
     return {name: root / name for name in runs}

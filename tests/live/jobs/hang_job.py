@@ -6,7 +6,9 @@ Each rank touches ``$LIVE_MARK_DIR/rank<N>.ready`` just before the call that han
 from __future__ import annotations
 
 import os
+import sys
 import time
+import traceback
 from datetime import timedelta
 from pathlib import Path
 
@@ -95,6 +97,25 @@ def dead(rank: int) -> None:
             os._exit(0)
         (MARKS / "orphan1.pid").write_text(str(child))
         os._exit(3)
+    ready(rank)
+    dist.all_reduce(t)
+
+
+def dead_traceback(rank: int) -> None:
+    """Like ``dead``, but rank 1 prints a Python traceback before it dies (a job's output file shows it)."""
+    t = torch.ones(4)
+    if rank == 1:
+        child = os.fork()
+        if child == 0:
+            time.sleep(600)
+            os._exit(0)
+        (MARKS / "orphan1.pid").write_text(str(child))
+        try:
+            raise RuntimeError("rank 1 hit a bad batch (raised on purpose)")
+        except RuntimeError:
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
     ready(rank)
     dist.all_reduce(t)
 
