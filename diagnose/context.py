@@ -51,7 +51,7 @@ class Context:
             value = env.variables.get("dist.world_size")
             if value and value.isdigit():
                 sizes.append(int(value))
-        for line in self.lines("store_clients_missing"):
+        for line in [*self.lines("store_clients_missing"), *self.lines("store_based_barrier_waiting")]:
             if isinstance(line.fields.get("expected"), int):
                 sizes.append(line.fields["expected"])
         for line in self.lines("ddp_member_banner"):

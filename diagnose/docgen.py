@@ -45,7 +45,8 @@ def _rule_page(r) -> str:  # noqa: ANN001
              "## Outcomes", ""]
     for o in r.outcomes:
         cond = " and ".join(c.predicate for c in o.when) or "otherwise"
-        lines.append(f"- **{o.cause}** ({o.confidence}) when {cond}: _{o.message}_")
+        alts = f" Also fits: {', '.join(o.alternatives)}." if o.alternatives else ""
+        lines.append(f"- **{o.cause}** ({o.confidence}) when {cond}: _{o.message}_{alts}")
     lines += ["", "## Why", "", r.explain.why, "", "## Evidence required", "",
               ", ".join(f"[{k}](../../evidence.md#{k})" for k in r.requires), "", "## Conditions", ""]
     for c in r.match:

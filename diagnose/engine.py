@@ -17,7 +17,7 @@ from diagnose.predicates import REGISTRY, Binding, format_ranks
 from diagnose.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.ruleset import RuleSet, load_ruleset
 from diagnose.rulespec import Outcome, PredicateCall, Rule
-from diagnose.scoring import apply_prior, combine, confidence_of, finding_score
+from diagnose.scoring import alternative_score, apply_prior, combine, confidence_of, finding_score
 from diagnose.vocab import resolve_symptom
 
 MAX_EVIDENCE_PER_CAUSE = 8
@@ -97,16 +97,30 @@ def evaluate(ruleset: RuleSet, ctx: Context) -> list[Finding]:
     return findings
 
 
+def _with_alternatives(findings: Sequence[Finding]) -> list[tuple[Finding, float]]:
+    """Each finding with its score, plus one weaker finding per alternative cause its outcome names."""
+    out = []
+    for f in findings:
+        out.append((f, finding_score(f.outcome.confidence, f.rule.status == "experimental")))
+        for alt in f.outcome.alternatives:
+            outcome = f.outcome.model_copy(update={"cause": alt, "refines": None, "alternatives": (), "culprits": None,
+                                                   "confidence": "low"})
+            message = f"{f.message} (the same evidence also fits {alt})"
+            out.append((Finding(f.rule, outcome, f.bindings, message), alternative_score(f.outcome.confidence)))
+    return out
+
+
 def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     """Group findings by cause, combine their scores, apply the symptom prior, order best first."""
-    groups: dict[str, list[Finding]] = defaultdict(list)
-    for f in findings:
-        groups[f.cause].append(f)
+    groups: dict[str, list[tuple[Finding, float]]] = defaultdict(list)
+    for f, score in _with_alternatives(findings):
+        groups[f.cause].append((f, score))
     causes = []
-    for cause_id, group in groups.items():
-        group.sort(key=lambda f: -finding_score(f.outcome.confidence))
+    for cause_id, scored in groups.items():
+        scored.sort(key=lambda fs: -fs[1])
+        group = [f for f, _ in scored]
         best = group[0]
-        scores = [finding_score(f.outcome.confidence, f.rule.status == "experimental") for f in group]
+        scores = [sc for _, sc in scored]
         symptoms = {f.symptom for f in group} | {s for f in group for s in f.rule.symptoms}
         score = apply_prior(combine(scores), best.outcome.confidence, symptoms, told)
         culprits = sorted(set().union(*(f.culprits for f in group)))

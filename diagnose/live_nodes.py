@@ -8,6 +8,7 @@ evidence is merged here and the engine runs once on the whole.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
@@ -39,9 +40,13 @@ class SlurmJob:
         return self.state in _ACTIVE
 
 
+_CONFIGS = ("/etc/slurm/slurm.conf", "/run/slurm/conf/slurm.conf", "/etc/slurm-llnl/slurm.conf")
+
+
 def _scontrol(*args: str, timeout: float = 5) -> str | None:
+    """scontrol's stdout, or None where Slurm is not set up here (no config: skip its DNS SRV lookup)."""
     exe = shutil.which("scontrol")
-    if exe is None:
+    if exe is None or not (os.environ.get("SLURM_CONF") or any(Path(p).is_file() for p in _CONFIGS)):
         return None
     try:
         out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, check=False)

@@ -270,9 +270,10 @@ def reported_symptom(ctx: Context, symptoms: Sequence[str]) -> Binding | None:
 def ranks_never_arrived(ctx: Context) -> Binding | None:
     """Fewer ranks showed up than the world size says (banners, store client counts, rank status)."""
     expected, seen, cited = ctx.world_size_hint(), set(ctx.ranks_seen()), []
-    for line in ctx.lines("store_clients_missing"):
-        expected = max(expected or 0, int(line.fields.get("expected", 0)))
-        cited.append(line)
+    for line in [*ctx.lines("store_clients_missing"), *ctx.lines("store_based_barrier_waiting")]:
+        if int(line.fields.get("joined", 0)) < int(line.fields.get("expected", 0)):
+            expected = max(expected or 0, int(line.fields["expected"]))
+            cited.append(line)
     quiet = {"missing"} if ctx.group_initialized() else {"missing", "no_evidence"}
     missing = {s.rank for s in ctx.of("rank_status") if s.status in quiet and s.rank is not None}
     cited += [s for s in ctx.of("rank_status") if s.rank in missing]

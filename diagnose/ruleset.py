@@ -106,6 +106,9 @@ def _check_outcome(outcome, names: dict[str, PredicateCall], rule: Rule, idx: in
                    sigs: SignatureSet, err) -> None:  # noqa: ANN001
     if outcome.cause not in CAUSES and (outcome.refines is None or outcome.refines not in CAUSES):
         err(f"unknown cause {outcome.cause!r}", "an id from CAUSES.md, or a finer id with refines:")
+    for alt in outcome.alternatives:
+        if alt not in CAUSES or alt == outcome.cause:
+            err(f"alternative {alt!r} is not another cause id from CAUSES.md")
     if outcome.symptom and outcome.symptom not in SYMPTOMS:
         err(f"unknown symptom {outcome.symptom!r}")
     if outcome.culprits and outcome.culprits not in names:

@@ -56,6 +56,7 @@ class Outcome(BaseModel):
     symptom: str | None = None
     culprits: str | None = Field(None, description="binding whose ranks are the culprits")
     message: str
+    alternatives: tuple[str, ...] = Field((), description="causes the same evidence also fits, ranked below it")
 
 
 class Explain(BaseModel):

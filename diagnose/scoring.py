@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.85}
+CONFIDENCE = {"hint": 0.15, "low": 0.3, "medium": 0.6, "high": 0.85}
+ALTERNATIVE_FACTOR = 0.3  # an alternative cause scores this share of the finding it comes with
 EXPERIMENTAL_FACTOR = 0.9
 # --symptom is a prior: causes of other symptoms are damped, strong (high) evidence much less
-OFF_SYMPTOM_FACTOR = {"low": 0.4, "medium": 0.55, "high": 0.9}
+OFF_SYMPTOM_FACTOR = {"hint": 0.4, "low": 0.4, "medium": 0.55, "high": 0.9}
 MAX_SCORE = 0.99
 
 
@@ -15,6 +16,11 @@ def finding_score(confidence: str, experimental: bool = False) -> float:
     """Score of one rule outcome."""
     base = CONFIDENCE[confidence]
     return base * EXPERIMENTAL_FACTOR if experimental else base
+
+
+def alternative_score(confidence: str) -> float:
+    """Score of a cause a rule names as an alternative to its conclusion."""
+    return round(CONFIDENCE[confidence] * ALTERNATIVE_FACTOR, 4)
 
 
 def combine(scores: Sequence[float]) -> float:

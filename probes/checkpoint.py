@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from diagnose.evidence import CheckpointContent, Provenance
 from diagnose.probes.checkpoint_files import FileContent
 from diagnose.probes.checkpoint_formats import Found, detect, read_dcp, read_deepspeed, read_hf
 from diagnose.probes.checkpoint_states import (
@@ -26,8 +27,6 @@ from diagnose.probes.checkpoint_states import (
     tensor_items,
 )
 from diagnose.probes.pickle_tree import TensorMeta
-
-from diagnose.evidence import CheckpointContent, Provenance
 
 _STEP_DIR = re.compile(r"^(?:checkpoint|ckpt|step|global_step|iter|iteration|epoch)?[-_=]?(\d+)$")
 _FILE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".pkl", ".tar")

@@ -91,11 +91,11 @@ def discover(job: str) -> Job:
 
 
 def _not_self(pids: list[int], environs: _EnvironScan) -> list[int]:
-    """Drop this probe itself: its ancestors and descendants, and its own Slurm step (``srun --overlap``)."""
+    """Drop this probe itself and its ancestors, and its own Slurm step (``srun --overlap``)."""
     me = psutil.Process()
     own = {me.pid}
     with contextlib.suppress(psutil.Error):
-        own |= {me.pid, *(p.pid for p in me.parents()), *(p.pid for p in me.children(recursive=True))}
+        own |= {p.pid for p in me.parents()}
     step = [os.environ.get(k) for k in ("SLURM_JOB_ID", "SLURM_STEP_ID")]
     return [p for p in pids if p not in own
             and (None in step or [environs.get(p).get(k) for k in ("SLURM_JOB_ID", "SLURM_STEP_ID")] != step)]

@@ -14,11 +14,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from diagnose.evidence import CollectiveState, ProcessGroup, Provenance
 from diagnose.probes.files import Skip
 from diagnose.probes.pickle_inspect import PickleInspectError, inspect_pickle
 from diagnose.probes.pickle_tree import to_skeleton
-
-from diagnose.evidence import CollectiveState, ProcessGroup, Provenance
 
 MAX_DUMP_BYTES = 256 << 20
 _STATES = {"scheduled": "scheduled", "started": "started", "completed": "completed"}

@@ -18,10 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+from diagnose.evidence import LogLine, Provenance, parse_evidence
 from diagnose.probes import flight_recorder
 from diagnose.probes.files import OpenedBuffer, Skip, open_buffer, total_size, walk
-
-from diagnose.evidence import LogLine, Provenance, parse_evidence
 from diagnose.scanner import Scanner
 from diagnose.signatures import SignatureSet, load_signatures
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines

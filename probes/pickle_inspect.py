@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from diagnose.probes.pickle_globals import is_dangerous, is_harmless
-
 from diagnose.errors import DiagnoseError
+from diagnose.probes.pickle_globals import is_dangerous, is_harmless
 
 
 class PickleInspectError(DiagnoseError):

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import psutil
-from diagnose.probes.discovery import Job, ProcInfo
 
 from diagnose.evidence import MemoryState, Provenance, RankEnv, RankStatus
+from diagnose.probes.discovery import Job, ProcInfo
 
 PROBE = "procstate"
 _KEEP = re.compile(

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from diagnose.probes.checkpoint import inspect_checkpoint
 
 CHUNK = 8 << 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from diagnose.probes.checkpoint import inspect_checkpoint
 from diagnose.probes.checkpoint_compare import compare
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from diagnose.probes.checkpoint import inspect_checkpoint
 
 ALL = ["model", "optimizer", "scheduler", "scaler", "rng", "sampler", "step"]

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from diagnose.probes.checkpoint import inspect_checkpoint
-from diagnose.probes.pickle_inspect import Limits, PickleInspectError, inspect_pickle, inspect_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from diagnose.probes.checkpoint import inspect_checkpoint
+from diagnose.probes.pickle_inspect import Limits, PickleInspectError, inspect_pickle, inspect_stream
 
 
 class _Planted:

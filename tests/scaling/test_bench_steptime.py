@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from diagnose.probes.steptime import parse_step_lines
 
 N_LINES = 50_000

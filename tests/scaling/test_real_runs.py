@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from diagnose.probes.profiler_trace import parse_profiler_trace
-from diagnose.probes.steptime import parse_step_lines
 
 from diagnose.analyzers.scaling import analyze_scaling
+from diagnose.probes.profiler_trace import parse_profiler_trace
+from diagnose.probes.steptime import parse_step_lines
 from diagnose.scaling_cmd import collect_scaling_evidence
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]

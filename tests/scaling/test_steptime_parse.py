@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from diagnose.probes.steptime import parse_step_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from diagnose.probes.steptime import parse_step_lines
 from diagnose.steptime_spec import label_world, steptime_spec
 
 
