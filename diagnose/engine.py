@@ -149,7 +149,7 @@ def _cite(group: Sequence[Finding]) -> list[EvidenceRef]:
                     continue
                 seen.add(key)
                 refs.append(EvidenceRef(source=e.provenance.source, line=e.provenance.line, rank=e.rank,
-                                        host=e.provenance.host, text=(e.text or "")[:500]))
+                                        host=e.provenance.host, text=(e.text or "")[:500], time=e.time))
     if not refs:
         refs.append(EvidenceRef(text=group[0].message))
     return refs[:MAX_EVIDENCE_PER_CAUSE]

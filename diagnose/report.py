@@ -19,6 +19,7 @@ class EvidenceRef(BaseModel):
     rank: int | None = None
     host: str | None = None
     text: str = Field("", description="the line or summary itself")
+    time: float | None = Field(None, description="seconds since the epoch, when the source says")
 
 
 class Cause(BaseModel):

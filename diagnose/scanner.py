@@ -18,6 +18,8 @@ from diagnose.signatures import Signature, SignatureSet
 MAX_LINE = 4096          # bytes of a hit line kept as evidence text
 MAX_HITS_PER_SIGNATURE = 200
 TRACEBACK_LOOKBACK = 24_000
+_WRITER = re.compile(r"(?:\([^)]*\) )?\[(?:rank|default)\d+\]:|\d+: ")  # who wrote an interleaved line
+_TRACEBACK_START = "Traceback (most recent call last)"
 _CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
@@ -147,15 +149,34 @@ def _cache_path(digest: str) -> Path:
 
 
 def _traceback_fields(buf: Any, start: int) -> dict[str, Any]:
-    """Function names of the traceback frames just above a line (innermost last)."""
+    """Frames of the traceback just above a line (innermost last), from lines of the same writer only.
+
+    Interleaved output of several ranks is told apart by the line prefix (``[rank1]:``, ``1: ``);
+    the walk stops at that writer's ``Traceback (most recent call last):``."""
     lo = max(0, start - TRACEBACK_LOOKBACK)
-    chunk = bytes(buf[lo:start]).decode("utf-8", "replace")
+    end = buf.find(b"\n", start, start + MAX_LINE)
+    hit_line = bytes(buf[start:end if end >= 0 else start + 200]).decode("utf-8", "replace")
+    prefix = _prefix(hit_line)
+    own: list[str] = []
+    for line in reversed(bytes(buf[lo:start]).decode("utf-8", "replace").splitlines()):
+        if _prefix(line) != prefix:
+            continue
+        if _TRACEBACK_START in line:
+            break
+        own.append(line)
+    own.reverse()
+    chunk = "\n".join(own)
     frames = _FRAME.findall(chunk)
     if not frames:
         return {}
     names = [f[2] for f in frames[-30:]] + _CALL.findall(chunk[-3000:])
     files = [os.path.basename(f[0]) for f in frames[-30:]]
     return {"frames": ",".join(names), "frame_files": ",".join(files)}
+
+
+def _prefix(line: str) -> str:
+    m = _WRITER.match(line)
+    return m.group(0) if m else ""
 
 
 def signature_expressions(signatures: SignatureSet) -> list[Signature]:

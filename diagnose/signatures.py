@@ -54,14 +54,18 @@ class Signature(BaseModel):
             re.compile(value)
         return value
 
+    @property
+    def flags(self) -> int:
+        """ASCII classes, as the byte-level scan engines use them."""
+        return re.ASCII | (re.IGNORECASE if self.caseless else 0)
+
     @cached_property
     def extractor(self) -> re.Pattern[str]:
-        flags = re.IGNORECASE if self.caseless else 0
-        return re.compile(self.extract or self.detect, flags)
+        return re.compile(self.extract or self.detect, self.flags)
 
     @cached_property
     def detector(self) -> re.Pattern[str]:
-        return re.compile(self.detect, re.IGNORECASE if self.caseless else 0)
+        return re.compile(self.detect, self.flags)
 
     def match(self, line: str) -> dict[str, Any] | None:
         """Fields of ``line`` when it matches, else None."""

@@ -8,6 +8,7 @@ or the library hook (``*.jsonl`` evidence, per-rank report JSON) are loaded as t
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -39,11 +40,33 @@ class ProbeResult:
 
 
 @lru_cache(maxsize=1)
-def _rank_patterns() -> tuple[list[re.Pattern[str]], list[re.Pattern[str]]]:
+def _rank_patterns() -> tuple[list[re.Pattern[str]], list[re.Pattern[str]], list[re.Pattern[str]]]:
     data, _ = load_yaml_with_lines(builtin_rules_dir() / "rank_sources.yaml")
     paths = [re.compile(p, re.IGNORECASE) for p in data["path_patterns"]]
     prefixes = [re.compile(p) for p in data["line_prefixes"]]
-    return paths, prefixes
+    stamps = [re.compile(p) for p in data.get("timestamps", [])]
+    return paths, prefixes, stamps
+
+
+def time_from_line(text: str) -> float | None:
+    """Seconds since the epoch (UTC) when the line carries a timestamp; glog lines get the current year."""
+    for pat in _rank_patterns()[2]:
+        m = pat.search(text[:200])
+        if not m:
+            continue
+        parts = m.groupdict()
+        hms = parts["hms"].replace(",", ".")
+        year = int(parts.get("year") or _THIS_YEAR)
+        try:
+            day = datetime.datetime(year, int(parts["month"]), int(parts["day"]), tzinfo=datetime.timezone.utc)
+            h, mi, sec = hms.split(":")
+        except ValueError:
+            continue
+        return day.timestamp() + int(h) * 3600 + int(mi) * 60 + float(sec)
+    return None
+
+
+_THIS_YEAR = datetime.date.today().year
 
 
 def rank_from_path(path: str) -> int | None:
@@ -95,6 +118,7 @@ def _records(path: str, scanner: Scanner, opened: OpenedBuffer) -> tuple[list[di
         records.append({
             "kind": "log_line", "signature": hit.signature, "rank": rank, "fields": fields,
             "text": hit.text[:2000], "provenance": {"probe": "logs", "source": path, "line": hit.line_no},
+            "time": time_from_line(hit.text),
         })
     notes = [f"{path}: {opened.note}"] if opened.note else []
     notes += [f"{path}: {n} more '{sig}' lines not kept" for sig, n in result.dropped.items()]

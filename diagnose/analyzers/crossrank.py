@@ -25,6 +25,8 @@ def derive(evidence: Iterable[Any]) -> list[Any]:
     out += _failure_table_exits(lines)
     if not any(e.kind == "rank_exit" for e in out):
         out += _launcher_exits(lines)
+    if not any(e.kind == "rank_exit" for e in [*items, *out]):
+        out += _srun_exits(lines)
     out += _watchdog_states(lines)
     return out
 
@@ -88,6 +90,30 @@ def _launcher_exits(lines: list[Any]) -> list[RankExit]:
             continue
         out[rank] = RankExit(rank=rank, exitcode=code, signal=_SIGNAL_NAMES.get(-code) if code < 0 else None,
                              text=e.text, time=e.time, provenance=e.provenance)
+    return list(out.values())
+
+
+_SRUN_SIGNAL = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
+                "Aborted": "SIGABRT", "Bus error": "SIGBUS", "Out Of Memory": "SIGKILL"}
+
+
+def _srun_exits(lines: list[Any]) -> list[RankExit]:
+    """How srun-launched tasks ended; with srun as the launcher the task id is the rank."""
+    from diagnose.evidence import expand_ranks
+
+    out: dict[int, RankExit] = {}
+    for e in lines:
+        if e.signature != "srun_task_exit":
+            continue
+        try:
+            tasks = expand_ranks(str(e.fields.get("tasks", "")))
+        except ValueError:
+            continue
+        sig = _SRUN_SIGNAL.get(str(e.fields.get("how", "")))
+        code = e.fields.get("exitcode")
+        for rank in tasks:
+            out.setdefault(rank, RankExit(rank=rank, exitcode=code if isinstance(code, int) else None, signal=sig,
+                                          text=e.text, time=e.time, provenance=e.provenance))
     return list(out.values())
 
 

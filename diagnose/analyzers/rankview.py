@@ -36,7 +36,7 @@ def fill(report: Report, ctx: Context) -> None:
     first = _first_failure(ctx)
     report.rank_states = [RankState(rank=r, state=s, culprit=r in culprits, first_failure=r == first)
                           for r, s in sorted(states.items())]
-    report.timeline = _timeline(ctx)
+    report.timeline = _timeline(report, ctx)
 
 
 def _first_failure(ctx: Context) -> int | None:
@@ -48,8 +48,13 @@ def _first_failure(ctx: Context) -> int | None:
     return timed[0].rank if timed else None
 
 
-def _timeline(ctx: Context) -> list[EvidenceRef]:
-    items: list[Any] = [e for e in ctx.of("rank_exit")] + [c for c in ctx.of("collective_state")]
-    items.sort(key=lambda e: (e.time is None, e.time or 0, e.rank if e.rank is not None else -1))
-    return [EvidenceRef(source=e.provenance.source, line=e.provenance.line, rank=e.rank, text=(e.text or "")[:300])
-            for e in items[:MAX_TIMELINE]]
+def _timeline(report: Report, ctx: Context) -> list[EvidenceRef]:
+    """The first failure seen on each rank (cited evidence, exits, collective positions), earliest first."""
+    refs = [ref for c in report.causes[:3] for ref in c.evidence]
+    refs += [EvidenceRef(source=e.provenance.source, line=e.provenance.line, rank=e.rank, time=e.time,
+                         text=(e.text or "")[:300]) for e in [*ctx.of("rank_exit"), *ctx.of("collective_state")]]
+    first: dict[Any, EvidenceRef] = {}
+    for ref in sorted(refs, key=lambda r: (r.time is None, r.time or 0)):
+        first.setdefault(ref.rank if ref.rank is not None else ref.source, ref)
+    ordered = sorted(first.values(), key=lambda r: (r.time is None, r.time or 0, r.rank if r.rank is not None else -1))
+    return ordered[:MAX_TIMELINE]

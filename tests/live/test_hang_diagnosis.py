@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from diagnose.probes import stacks
 from test_probe_live import assert_unharmed
 
 from diagnose.live import run_hang
+from diagnose.probes import stacks
 
 pytestmark = pytest.mark.torch
 

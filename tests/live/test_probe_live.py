@@ -10,11 +10,11 @@ import sys
 
 import psutil
 import pytest
-from diagnose.probes import discovery, stacks
 
 from diagnose.analyzers.stacks import rank_views
 from diagnose.evidence import RankEnv, RankStatus, StackSample, parse_evidence
 from diagnose.live import collect, run_hang
+from diagnose.probes import discovery, stacks
 
 pytestmark = pytest.mark.torch
 

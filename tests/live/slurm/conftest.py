@@ -261,9 +261,9 @@ def slurm_submit(slurm_cluster: Cluster) -> Iterator:
 
     yield submit
     for job in jobs:
+        for mark in job.marks.glob("orphan*.pid"):  # a dead rank's child escaped the job but holds its
+            _kill_ours(int(mark.read_text()))  # output pipe (step stuck COMPLETING): end it by pid first
         slurm_cluster.cancel(job.id)
-        for mark in job.marks.glob("orphan*.pid"):  # a dead rank's child escapes the job: end it by pid
-            _kill_ours(int(mark.read_text()))
 
 
 def _kill_ours(pid: int) -> None:

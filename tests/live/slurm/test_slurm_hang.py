@@ -9,9 +9,9 @@ import time
 
 import psutil
 import pytest
-from diagnose.probes import stacks
 
 from diagnose.live import run_hang
+from diagnose.probes import stacks
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
