@@ -302,9 +302,11 @@ def more_processes_than_devices(ctx: Context) -> Binding | None:
 
 
 @predicate(binds=("values",), kinds=("log_line",))
-def values_differ(ctx: Context, signature: str, field: str) -> Binding | None:
-    """A field of one signature takes different values across ranks or files (e.g. versions)."""
-    lines = ctx.lines(signature)
+def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any] | None = None) -> Binding | None:
+    """A field of one signature takes different values across ranks or files (e.g. versions), among the
+    lines whose other fields equal ``where`` (e.g. only MASTER_PORT assignments)."""
+    lines = [line for line in ctx.lines(signature)
+             if not where or all(str(line.fields.get(k)) in _as_strs(v) for k, v in where.items())]
     values = {str(line.fields.get(field)) for line in lines if line.fields.get(field) is not None}
     if len(values) < 2:
         return None

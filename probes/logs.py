@@ -147,6 +147,8 @@ class LogProbe:
         for f in files:
             if _is_evidence_file(f):
                 self._load_evidence_file(f, out)
+            elif _is_error_file(f):
+                self._load_error_file(f, out)
             elif flight_recorder.looks_like_dump(f):
                 self._load_dump(f, out)
             else:
@@ -182,6 +184,24 @@ class LogProbe:
         else:
             out.evidence.extend(flight_recorder.dump_evidence(dump, str(path), rank_from_path(str(path))))
 
+    def _load_error_file(self, path: Path, out: ProbeResult) -> None:
+        """A torchelastic error file (@record): the failed rank's message and full traceback."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+            message = data["message"]
+            if isinstance(message, str):
+                text, stamp = message, None
+            else:
+                extra = message.get("extraInfo") or {}
+                text = f"{extra.get('py_callstack') or ''}\n{message.get('message') or ''}"
+                stamp = float(extra["timestamp"]) if str(extra.get("timestamp", "")).isdigit() else None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            out.skipped.append(Skip(str(path), f"invalid torchelastic error file: {str(exc)[:120]}"))
+            return
+        rank = rank_from_path(str(path))
+        for line in scan_text(text, source=str(path), rank=rank):
+            out.evidence.append(line.model_copy(update={"time": stamp}) if stamp else line)
+
     def _load_evidence_file(self, path: Path, out: ProbeResult) -> None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -192,6 +212,18 @@ class LogProbe:
             out.evidence.extend(parse_evidence(records))
         except Exception as exc:  # noqa: BLE001 - a bad evidence file is a skipped input
             out.skipped.append(Skip(str(path), f"invalid evidence file: {str(exc)[:200]}"))
+
+
+def _is_error_file(path: Path) -> bool:
+    """A torchelastic error file: error.json, or JSON with the py_callstack that @record writes."""
+    if path.suffix != ".json":
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return b'"message"' in head and (b'"py_callstack"' in head or path.name == "error.json")
 
 
 def _is_evidence_file(path: Path) -> bool:

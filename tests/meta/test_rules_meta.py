@@ -52,3 +52,52 @@ def test_malformed_rule_is_located_not_a_traceback(tmp_path):
 def test_modules_stay_small():
     for path in list((ROOT / "diagnose").rglob("*.py")) + list((ROOT / "probes").rglob("*.py")):
         assert len(path.read_text().splitlines()) <= 500, path
+
+
+SITE_RULE = """\
+id: site-known-bad-switch
+title: Our cluster's known flaky switch port
+status: stable
+symptoms: [hang_mid_run]
+requires: [log_line]
+match:
+- has_signature: {names: [nccl_ib_completion_error]}
+  as: ib
+outcomes:
+- cause: hardware_fault
+  confidence: high
+  culprits: ib
+  message: rank(s) {ib.ranks} hit the known flaky port
+explain: {why: 'Completion errors on our fabric have always been the same bad switch port.'}
+fix: Drain the node and open a ticket with the network team.
+next_steps: [Check the port counters.]
+"""
+
+
+def test_site_rules_from_env_are_loaded_and_used(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    site = tmp_path / "site-rules"
+    (site / "hang").mkdir(parents=True)
+    (site / "hang" / "site-known-bad-switch.yaml").write_text(SITE_RULE)
+    log = tmp_path / "rank3.log"
+    log.write_text("node9:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0\n")
+    env = {"DIAGNOSE_RULES": str(site), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "diagnose", "logs", str(log), "--json"], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    causes = json.loads(out)["causes"]
+    site_cause = next(c for c in causes if "site-known-bad-switch" in c["rules"])
+    assert site_cause["id"] == "hardware_fault" and site_cause["ranks"] == [3]
+    listing = subprocess.run([sys.executable, "-m", "diagnose", "rules", "list"], capture_output=True, text=True,
+                             env=env, check=True).stdout
+    assert "site-known-bad-switch" in listing
+
+
+def test_rules_show_prints_the_rule_file():
+    from diagnose.rulecli import run_rules
+
+    out = io.StringIO()
+    assert run_rules("show", "rank-killed-while-peers-waited", [], ROOT / "docs", out) == 0
+    assert "id: rank-killed-while-peers-waited" in out.getvalue()
