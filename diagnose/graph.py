@@ -5,22 +5,15 @@ from __future__ import annotations
 import networkx as nx
 
 from diagnose.errors import RuleError, RuleLocation
+from diagnose.registry import load_registry
 from diagnose.ruleset import RuleSet
 from diagnose.vocab import CAUSES
-
-# which collector produces each evidence kind
-PRODUCERS: dict[str, tuple[str, ...]] = {
-    "log_line": ("logs",), "rank_exit": ("crossrank",), "collective_state": ("crossrank", "flight_recorder"),
-    "process_group": ("flight_recorder",), "rank_status": ("live", "hook_merge"), "stack_sample": ("live", "hook"),
-    "rank_env": ("live", "hook"), "step_metric": ("steptime",), "checkpoint_content": ("checkpoint",),
-    "memory_state": ("live", "hook"), "reported_symptom": ("cli",), "scaling_fact": ("steptime",),
-}
 
 
 def build_graph(ruleset: RuleSet) -> nx.DiGraph:
     """One typed DiGraph of the whole rule set."""
     g = nx.DiGraph()
-    for kind, probes in PRODUCERS.items():
+    for kind, probes in load_registry().producers().items():
         g.add_node(f"evidence:{kind}", type="evidence")
         for p in probes:
             g.add_edge(f"probe:{p}", f"evidence:{kind}")

@@ -129,7 +129,7 @@ class LogProbe:
     """Reads logs, NCCL debug output, Slurm/kernel messages and evidence files."""
 
     name: ClassVar[str] = "logs"
-    produces: ClassVar[frozenset[str]] = frozenset({"log_line"})
+    produces: ClassVar[frozenset[str]] = frozenset({"log_line", "collective_state", "process_group"})
 
     def __init__(self, signatures: SignatureSet | None = None, workers: int | None = None) -> None:
         self.signatures = signatures or log_signatures()
