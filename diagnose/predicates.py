@@ -139,7 +139,7 @@ def _exit_matches(ex: Any, signals: Sequence[str], exitcodes: Sequence[int], exc
     if signals or exitcodes:
         if sig not in signals and ex.exitcode not in exitcodes:
             return False
-    elif not ex.exitcode:
+    elif not ex.exitcode and not ex.signal:
         return False
     return not (without_error_file and ex.error_file)
 

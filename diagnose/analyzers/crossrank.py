@@ -80,16 +80,20 @@ def _keep(exits: dict[int, RankExit], entry: dict[str, Any]) -> None:
 def _launcher_exits(lines: list[Any]) -> list[RankExit]:
     out: dict[int, RankExit] = {}
     for e in lines:
-        if e.signature not in ("torchrun_worker_failed", "launcher_subprocess_exit"):
+        if e.signature not in ("torchrun_worker_failed", "launcher_subprocess_exit", "mp_spawn_process_exit"):
             continue
         code = e.fields.get("exitcode")
-        rank = e.fields.get("local_rank", e.rank)
+        rank = e.fields.get("local_rank", e.fields.get("rank", e.rank))
         if not isinstance(rank, int):
             rank = 0 if e.signature == "launcher_subprocess_exit" else None
         if not isinstance(code, int) or rank is None or rank in out:
             continue
         out[rank] = RankExit(rank=rank, exitcode=code, signal=_SIGNAL_NAMES.get(-code) if code < 0 else None,
                              text=e.text, time=e.time, provenance=e.provenance)
+    for e in lines:  # mp.spawn names a signal instead of a negative code
+        if e.signature == "mp_spawn_process_exit" and isinstance(e.fields.get("rank"), int) and e.fields.get("signal"):
+            out.setdefault(e.fields["rank"], RankExit(rank=e.fields["rank"], signal=e.fields["signal"], text=e.text,
+                                                      time=e.time, provenance=e.provenance))
     return list(out.values())
 
 
