@@ -14,10 +14,16 @@ class Context:
         self.evidence = list(evidence)
         self._by_kind: dict[str, list[Any]] = defaultdict(list)
         self._by_signature: dict[str, list[Any]] = defaultdict(list)
+        self._at: dict[tuple[str | None, int], set[str]] = defaultdict(set)
+        self._text: dict[str, set[str]] = defaultdict(set)
         for item in self.evidence:
             self._by_kind[item.kind].append(item)
             if item.kind == "log_line":
                 self._by_signature[item.signature].append(item)
+                if item.provenance.line is not None:
+                    self._at[(item.provenance.source, item.provenance.line)].add(item.signature)
+                if item.text:
+                    self._text[item.text.strip()].add(item.signature)
 
     def of(self, kind: str) -> list[Any]:
         """Evidence of one kind."""
@@ -26,6 +32,13 @@ class Context:
     def lines(self, signature: str) -> list[Any]:
         """Log lines of one signature."""
         return self._by_signature.get(signature, [])
+
+    def signatures_of(self, item: Any) -> set[str]:
+        """Every signature that matched the line of ``item`` (by source and line, or by its text)."""
+        found = set(self._at.get((item.provenance.source, item.provenance.line), ()))
+        if item.text:
+            found |= self._text.get(item.text.strip(), set())
+        return found
 
     def kinds(self) -> frozenset[str]:
         return frozenset(k for k, v in self._by_kind.items() if v)

@@ -315,21 +315,27 @@ def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any
 
 @predicate(binds=("exc_type", "message"), kinds=("log_line",))
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
-                         uncaught_only: bool = False) -> Binding | None:
+                         uncaught_only: bool = False, only_unexplained: bool = False) -> Binding | None:
     """Ranks that raised an exception of their own (not one that only reports a peer's failure).
 
-    Reads traceback lines from logs and the exceptions the in-process hook recorded."""
+    Reads traceback lines from logs and the exceptions the in-process hook recorded. With
+    ``only_unexplained``, an exception line that another signature also matched (an OOM, a
+    collective mismatch, ...) is left to the rules of that signature."""
     ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
                if e.provenance.line is not None}
     hooked = [e for e in ctx.lines("hook_exception") if e.fields.get("uncaught") or not uncaught_only]
     hits = [e for e in [*ctx.lines("python_exception"), *hooked]
             if e.rank is not None and (e.provenance.source, e.provenance.line) not in ignored
-            and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types]
+            and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types
+            and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS)]
     if not hits:
         return None
     first = hits[0]
     return Binding(_ranks_of(hits), tuple(hits[:10]),
                    {"exc_type": _exc_type(first) or "?", "message": str(first.fields.get("message", ""))[:160]})
+
+
+_EXCEPTIONS = {"python_exception", "hook_exception"}
 
 
 def _exc_type(line: Any) -> str:
