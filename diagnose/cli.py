@@ -34,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     hang.add_argument("--native", action="store_true",
                       help="also take native frames (shows the DDP reducer; pauses each rank ~1-2 s)")
     hang.add_argument("--local", action="store_true", help=argparse.SUPPRESS)  # one node, no fan-out (srun)
+    pre = sub.add_parser("preflight", parents=[common],
+                         help="check this host (and every node of the allocation) before a launch")
+    pre.add_argument("--port", type=int, help="rendezvous port (default: MASTER_PORT, the --rdzv-endpoint port, 29500)")
+    pre.add_argument("--nproc", "--nproc-per-node", type=int, help="processes per node (default: PET_NPROC_PER_NODE)")
+    pre.add_argument("--workers", type=int, help="dataloader workers per process")
+    pre.add_argument("--local", action="store_true", help=argparse.SUPPRESS)  # this node only (srun fan-out)
     ckpt = sub.add_parser("checkpoint", parents=[common], help="what a checkpoint holds and lacks")
     ckpt.add_argument("paths", nargs="+", type=Path)
     scal = sub.add_parser("scaling", parents=[common], help="batch contract, efficiency and step-time model")
@@ -112,6 +118,10 @@ def _run_command(args: argparse.Namespace) -> Any:
         from diagnose.live import run_hang
 
         return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native, local=args.local)
+    if cmd == "preflight":
+        from diagnose.preflight import run_preflight
+
+        return run_preflight(port=args.port, nproc=args.nproc, workers=args.workers, local=args.local)
     if cmd == "checkpoint":
         _check_paths(args.paths)
         from diagnose.checkpoint_cmd import run_checkpoint
@@ -147,6 +157,10 @@ def _emit(report: Any, args: argparse.Namespace) -> None:
     if args.json:
         sys.stdout.write(json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False) + "\n")
         return
+    if report.command == "preflight":
+        from diagnose.preflight import render_checklist
+
+        print(render_checklist(report))
     from diagnose.render_text import print_report
 
     print_report(report)

@@ -180,7 +180,7 @@ def diagnose_evidence(
     causes = rank_causes(evaluate(ruleset, ctx), told)
     report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))
     report.symptom = sorted(told)[0] if len(told) == 1 else (causes[0].symptom if causes else None)
-    report.next = _next_steps(ruleset, causes)
+    report.next = _next_steps(ruleset, causes) if causes or command != "preflight" else []
     rankview.fill(report, ctx)
     if scaling:
         report.scaling = scaling

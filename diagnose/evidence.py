@@ -173,15 +173,27 @@ class ReportedSymptom(_Evidence):
     symptom: str
 
 
+class HostCheck(_Evidence):
+    """One pre-launch check of this host or environment (`diagnose preflight`): pass, fail or skip."""
+
+    kind: Literal["host_check"] = "host_check"
+    name: str = Field(description="check id, e.g. rdzv_port, dev_shm, cpu_threads (rules/signatures/preflight)")
+    status: Literal["pass", "fail", "skip"] = Field(description="outcome; skip when the check cannot run here")
+    value: Scalar | None = Field(None, description="what was measured")
+    limit: Scalar | None = Field(None, description="the threshold or expected value it was compared with")
+    detail: str | None = Field(None, description="one line for people: what was found")
+    fix: str | None = Field(None, description="what to do when it fails")
+
+
 Evidence = Annotated[
-    LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact,
+    LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact | HostCheck,
     Field(discriminator="kind"),
 ]
 
 EVIDENCE_CLASSES: dict[str, type[_Evidence]] = {
     cls.model_fields["kind"].default: cls
     for cls in (LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
-                RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact)
+                RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact, HostCheck)
 }
 EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 

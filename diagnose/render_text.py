@@ -23,7 +23,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
                     + (f", missing {_ranks(ranks.get('missing', []))}" if ranks.get("missing") else ""))
     console.print(head)
     causes = data.get("causes") or []
-    if not causes:
+    if not causes and data.get("command") == "preflight":
+        console.print("No check failed.")
+    elif not causes:
         console.print("No rule matched: no cause can be named from this evidence.")
     for i, c in enumerate(causes[:5], 1):
         title = Text(f"{i}. {c['id']}", style=_COLORS.get(c["confidence"], ""))

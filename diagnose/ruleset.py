@@ -19,7 +19,7 @@ from diagnose.vocab import CAUSES, SYMPTOMS
 from diagnose.yamlload import builtin_rules_dir
 
 PREDICATE_MODULES = ("diagnose.predicates", "diagnose.predicates_stacks", "diagnose.predicates_checkpoint",
-                     "diagnose.predicates_scaling")
+                     "diagnose.predicates_scaling", "diagnose.predicates_preflight")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _ROW = re.compile(r"^\| `([A-Za-z]\.[\w.-]+)` \|", re.M)
 
