@@ -147,7 +147,7 @@ def collect_nodes(job: SlurmJob, timeout: float, native: bool = False
         stdout, stderr, rc = out.stdout, out.stderr, out.returncode
     except (OSError, subprocess.TimeoutExpired) as exc:
         stdout, stderr, rc = "", f"srun failed: {exc}", -1
-    per_out, per_err = _demux(stdout), _demux(stderr)
+    per_out, per_err = demux_labels(stdout), demux_labels(stderr)
     reports: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
     for task, node in enumerate(job.nodes):
@@ -164,7 +164,7 @@ def collect_nodes(job: SlurmJob, timeout: float, native: bool = False
     return evidence, skipped, notes, raw
 
 
-def _demux(text: str) -> dict[int, list[str]]:
+def demux_labels(text: str) -> dict[int, list[str]]:
     """Lines of ``srun --label`` output, by task id."""
     out: dict[int, list[str]] = {}
     for line in text.splitlines():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from diagnose.evidence import HostCheck, dump_evidence, parse_evidence
+from diagnose.live_nodes import demux_labels
 from diagnose.report import Report
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "skip": "skip"}
@@ -87,7 +87,7 @@ def fanout(nodes: int, job_id: str, port: int | None, nproc: int | None, workers
         stdout, stderr, rc = out.stdout, out.stderr, out.returncode
     except (OSError, subprocess.TimeoutExpired) as exc:
         stdout, stderr, rc = "", f"srun failed: {exc}", -1
-    per_task = _demux(stdout)
+    per_task = demux_labels(stdout)
     checks: list[HostCheck] = []
     failed: list[str] = []
     for task in range(nodes):
@@ -101,16 +101,6 @@ def fanout(nodes: int, job_id: str, port: int | None, nproc: int | None, workers
         last = next((e for e in reversed(stderr.splitlines()) if e.strip()), f"srun exit {rc}")
         notes.append(f"no report from {', '.join(failed)}: {last.strip()[:200]}")
     return checks, notes
-
-
-def _demux(text: str) -> dict[int, list[str]]:
-    """Lines of ``srun --label`` output, by task id."""
-    out: dict[int, list[str]] = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s*(\d+): ?(.*)$", line)
-        if m:
-            out.setdefault(int(m.group(1)), []).append(m.group(2))
-    return out
 
 
 def versions_agree(checks: list[HostCheck]) -> HostCheck:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diagnose.evidence import Provenance, RankEnv, RankStatus, StackSample, dump_evidence
-from diagnose.live_nodes import _demux, merge_reports
+from diagnose.live_nodes import demux_labels, merge_reports
 
 
 def _node(host: str, ranks: list[int], world: int, elsewhere: list[int], op: str = "all_reduce") -> dict:
@@ -43,4 +43,4 @@ def test_rank_on_no_node_is_missing() -> None:
 
 def test_srun_label_demux() -> None:
     text = '0: {"a":\n1: {"b": 2}\n0:  1}\nsrun: error: n2: task 1: Exited\n'
-    assert _demux(text) == {0: ['{"a":', ' 1}'], 1: ['{"b": 2}']}
+    assert demux_labels(text) == {0: ['{"a":', ' 1}'], 1: ['{"b": 2}']}
