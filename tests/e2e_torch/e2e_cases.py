@@ -14,7 +14,8 @@ STORE_TIMEOUT = 5.0  # lab-notes section 8: store timeout for rendezvous failure
 DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
 # A peer that died is seen as either text (a race; both seen here, also for a plain exception):
 # lab-notes 9.2 ties the second one to hung peers only.
-PEER_LOST = r"Connection closed by peer|Read error \[[\d.]+\]:\d+: Connection reset by peer"
+# The peer's "Connection closed by peer" (or "reset") is not asserted: when torchrun tears the peer down
+# before it notices the lost connection, it never prints it (seen under load), and the diagnosis must not need it.
 # A rank that raised usually exits 1, but sometimes aborts at interpreter exit
 # ("terminate called without an active exception", exitcode -6) - seen in d1.
 RAISED_EXIT = r"exitcode\s*: (1 |-6 \(pid: \d+\)\s+\(SIGABRT\))"
@@ -26,7 +27,6 @@ _MISMATCH = Expect(top1=("collective_mismatch",),
 SCENARIOS: list[Scenario] = [
     Scenario("d1", "crash.py", _CRASH, (
         r"\[rank1\]: ValueError: simulated bad batch on rank 1 at step 3",
-        PEER_LOST,
         RAISED_EXIT,
     ), env={"E2E_MODE": "raise"}),
     Scenario("d2", "crash.py", _CRASH, (
@@ -101,7 +101,6 @@ SCENARIOS: list[Scenario] = [
     ), (
         r"DefaultCPUAllocator: can't allocate memory: you tried to allocate 268435456 bytes\. "
         r"Error code 12 \(Cannot allocate memory\)",
-        PEER_LOST,
     )),
 ]
 
