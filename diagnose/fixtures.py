@@ -12,14 +12,14 @@ class CaseResult:
     detail: str
 
 
-def run_case(rule_id: str, case: dict[str, Any]) -> CaseResult:
+def run_case(rule_id: str, case: dict[str, Any], rule: Any = None) -> CaseResult:
     """Evaluate one rule alone on a fixture's typed evidence and compare with ``expect``."""
     from diagnose.analyzers import crossrank
     from diagnose.context import Context
     from diagnose.engine import evaluate_rule
     from diagnose.evidence import parse_evidence
 
-    rule = _ruleset().by_id[rule_id]
+    rule = rule or _ruleset().by_id[rule_id]
     evidence = parse_evidence(case.get("evidence") or [])
     evidence += crossrank.derive(evidence)
     finding = evaluate_rule(rule, Context(evidence))

@@ -65,7 +65,7 @@ def _check(ruleset, stream: TextIO) -> int:  # noqa: ANN001
             cases += 1
             if case.get("todo"):
                 continue
-            result = run_case(rule.id, case)
+            result = run_case(rule.id, case, rule)
             if not result.ok:
                 problems.append(f"{test}::{name}: {result.detail}")
     for p in problems:

@@ -101,3 +101,16 @@ def test_rules_show_prints_the_rule_file():
     out = io.StringIO()
     assert run_rules("show", "rank-killed-while-peers-waited", [], ROOT / "docs", out) == 0
     assert "id: rank-killed-while-peers-waited" in out.getvalue()
+
+
+def test_new_rule_scaffold_passes_check(tmp_path):
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "new_rule.py"), "crash", "my-site-pattern",
+                    "--rules", str(tmp_path)], check=True, capture_output=True)
+    from diagnose.rulecli import run_rules
+
+    out = io.StringIO()
+    assert run_rules("check", None, [tmp_path], ROOT / "docs", out) == 0, out.getvalue()
+    assert "fixture cases: OK" in out.getvalue()
