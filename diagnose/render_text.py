@@ -32,6 +32,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
         title.append(f"  score {c['score']:.2f} ({c['confidence']})", style="dim")
         if c.get("ranks"):
             title.append(f"  culprit rank(s) {_ranks(c['ranks'])}", style="bold")
+        if i > 1 and c["confidence"] == "low":  # a weaker alternative: one line, the evidence is shown above
+            title.append(f"  {c['summary'][:160]}", style="dim")
+            console.print(title)
+            continue
         body = Text(c["summary"] + "\n")
         for ev in c.get("evidence", [])[:4]:
             where = f"{ev.get('source') or ''}:{ev.get('line') or ''}".strip(":")
