@@ -31,7 +31,7 @@ def checkpoint_section(info: CheckpointInfo) -> dict[str, Any]:
     }
 
 
-def _mismatch_issues(diff: dict[str, Any], first: CheckpointInfo, second: CheckpointInfo) -> list[str]:
+def _mismatch_issues(diff: dict[str, Any], world_sizes: tuple[int | None, int | None] = (None, None)) -> list[str]:
     issues = []
     if diff["only_in_first_count"] or diff["only_in_second_count"]:
         issues.append("key_mismatch")
@@ -41,26 +41,61 @@ def _mismatch_issues(diff: dict[str, Any], first: CheckpointInfo, second: Checkp
         issues.append("shape_mismatch")
     if diff["dtype_count"]:
         issues.append("dtype_mismatch")
-    if first.world_size and second.world_size and first.world_size != second.world_size:
+    if all(world_sizes) and world_sizes[0] != world_sizes[1]:
         issues.append("world_size_mismatch")
     return issues
 
 
-def _summary(diff: dict[str, Any]) -> str:
-    parts = [f"{diff['only_in_first_count']} key(s) only in the first, "
-             f"{diff['only_in_second_count']} only in the second, {diff['shape_count']} shape mismatch(es)"]
+def _examples(keys: list[str], count: int) -> str:
+    more = f" and {count - len(keys[:3])} more" if count > 3 else ""
+    return f" ({', '.join(keys[:3])}{more})" if keys else ""
+
+
+def _summary(diff: dict[str, Any], labels: tuple[str, str] = ("the first", "the second")) -> str:
+    a, b = diff["only_in_first_count"], diff["only_in_second_count"]
+    parts = [f"{a} key(s) only in {labels[0]}{_examples(diff['only_in_first'], a)}, "
+             f"{b} only in {labels[1]}{_examples(diff['only_in_second'], b)}, "
+             f"{diff['shape_count']} shape mismatch(es)"
+             + _examples([f"{s['key']} {s['first']} vs {s['second']}" for s in diff["shape"]], diff["shape_count"])]
+    if diff["dtype_count"]:
+        parts.append(f"{diff['dtype_count']} dtype mismatch(es)" + _examples(
+            [f"{d['key']} {d['first']} vs {d['second']}" for d in diff["dtype"]], diff["dtype_count"]))
     parts += diff["explanation"]
     return "; ".join(parts)
 
 
-def _comparison_evidence(first: CheckpointInfo, second: CheckpointInfo,
-                         diff: dict[str, Any]) -> CheckpointContent | None:
-    issues = _mismatch_issues(diff, first, second)
+def _comparison_evidence(info: CheckpointInfo, against: str, diff: dict[str, Any], issues: list[str],
+                         labels: tuple[str, str] = ("the first", "the second")) -> CheckpointContent | None:
+    """`info`'s evidence with the comparison's issue codes, or None when the states match."""
     if not issues:
         return None
-    base = to_evidence(second)
+    base = to_evidence(info)
     return base.model_copy(update={"issues": (*base.issues, *issues),
-                                   "text": f"{second.path} against {first.path}: {_summary(diff)}"})
+                                   "text": f"{info.path} against {against}: {_summary(diff, labels)}"})
+
+
+def _model_mismatches(info: CheckpointInfo, spec: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """Compare the checkpoint's model state with the model `spec` builds (user code runs here)."""
+    from diagnose.probes.checkpoint_model import model_state
+
+    state = model_state(spec)
+    notes = [f"--model {spec}: {n}" for n in state.notes]
+    if not info.tensors:
+        notes.append(f"{info.path} holds no model tensors to compare with --model {spec}")
+        return None, notes
+    diff = compare(info.tensors, state.tensors, labels=("the checkpoint", "the model"))
+    diff.update(first=info.path, second=f"model {spec}", model=spec, model_device=state.device,
+                unexpected_keys=diff["only_in_first"], unexpected_count=diff["only_in_first_count"],
+                missing_keys=diff["only_in_second"], missing_count=diff["only_in_second_count"])
+    if diff["dtype_count"]:
+        first = diff["dtype"][0]
+        notes.append(f"{diff['dtype_count']} tensor(s) differ in dtype from the model (e.g. {first['key']}: "
+                     f"{first['first']} in the checkpoint, {first['second']} in the model); "
+                     "load_state_dict casts them to the model's dtype")
+    if info.sharded and any(t.shape is None for t in info.tensors.values()):
+        notes.append(f"{info.path} is a per-rank sharded file: its keys were compared with the model, "
+                     "not the shapes it does not record")
+    return diff, notes
 
 
 def _notes(infos: Sequence[CheckpointInfo]) -> list[str]:
@@ -75,25 +110,39 @@ def _notes(infos: Sequence[CheckpointInfo]) -> list[str]:
     return notes
 
 
-def run_checkpoint(paths: Sequence[Path]) -> Report:
-    """Inspect one checkpoint (or compare two) and diagnose what a resume from it would lack."""
+def run_checkpoint(paths: Sequence[Path], model: str | None = None) -> Report:
+    """Inspect one checkpoint (or compare two, or one with the model `MODULE:FACTORY` builds).
+
+    With `model`, the user's model code is imported and run (on the meta device when it
+    allows); the checkpoint itself is still only inspected, never unpickled.
+    """
     if not 1 <= len(paths) <= 2:
         raise ConfigError("diagnose checkpoint takes one checkpoint, or two to compare")
+    if model is not None and len(paths) != 1:
+        raise ConfigError("--model compares one checkpoint with the model; give a single checkpoint")
     for path in paths:
         if not Path(path).exists():
             raise ConfigError(f"no such checkpoint: {path}")
     infos = [inspect_checkpoint(Path(p)) for p in paths]
     evidence: list[Any] = [to_evidence(i) for i in infos]
-    diff = None
+    notes = _notes(infos)
+    diff, extra = None, None
     if len(infos) == 2:
         diff = compare(infos[0].tensors, infos[1].tensors)
-        extra = _comparison_evidence(infos[0], infos[1], diff)
-        if extra is not None:
-            evidence[1] = extra
-    report = diagnose_evidence(evidence, notes=_notes(infos), command="checkpoint")
+        issues = _mismatch_issues(diff, (infos[0].world_size, infos[1].world_size))
+        extra = _comparison_evidence(infos[1], infos[0].path, diff, issues)
+    elif model is not None:
+        diff, model_notes = _model_mismatches(infos[0], model)
+        notes += model_notes
+        extra = None if diff is None else _comparison_evidence(
+            infos[0], f"model {model}", diff, _mismatch_issues(diff), ("the checkpoint", "the model"))
+    if extra is not None:
+        evidence[-1] = extra
+    report = diagnose_evidence(evidence, notes=notes, command="checkpoint")
     section = checkpoint_section(infos[0])
     if len(infos) == 2:
         section["other"] = checkpoint_section(infos[1])
+    if len(infos) == 2 or model is not None:
         section["mismatches"] = diff
     report.checkpoint = section
     return report

@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     pre.add_argument("--local", action="store_true", help=argparse.SUPPRESS)  # this node only (srun fan-out)
     ckpt = sub.add_parser("checkpoint", parents=[common], help="what a checkpoint holds and lacks")
     ckpt.add_argument("paths", nargs="+", type=Path)
+    ckpt.add_argument("--model", metavar="MODULE:FACTORY",
+                      help="compare the checkpoint's model state with the state_dict of the model this callable "
+                           "returns (mypkg.models:build_model or path/to/model.py:build); this IMPORTS AND RUNS "
+                           "your model code (built on the meta device when it can be); the checkpoint itself is "
+                           "still never unpickled")
     scal = sub.add_parser("scaling", parents=[common], help="batch contract, efficiency and step-time model")
     scal.add_argument("paths", nargs="+", type=Path)
     scal.add_argument("--symptom")
@@ -126,7 +131,7 @@ def _run_command(args: argparse.Namespace) -> Any:
         _check_paths(args.paths)
         from diagnose.checkpoint_cmd import run_checkpoint
 
-        return run_checkpoint(args.paths)
+        return run_checkpoint(args.paths, model=args.model)
     if cmd == "scaling":
         _check_paths(args.paths)
         from diagnose.scaling_cmd import run_scaling

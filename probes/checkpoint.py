@@ -102,7 +102,7 @@ def _sharding_from_globals(content: FileContent, found: Found) -> None:
     flat = [k for k in found.tensors if k.endswith("_flat_param")]
     if shard or flat:
         found.sharded = True
-        found.notes.append(f"sharded state dict ({', '.join(shard or flat[:3])}): a per-rank file, "
+        found.notes.append(f"sharded state dict ({', '.join((shard or flat)[:3])}): a per-rank file, "
                            "not the full model")
 
 

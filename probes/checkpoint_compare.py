@@ -61,13 +61,17 @@ def _shard_note(sa: tuple[int, ...], sb: tuple[int, ...]) -> str | None:
     return None
 
 
-def compare(first: dict[str, TensorMeta], second: dict[str, TensorMeta]) -> dict[str, Any]:
-    """Key, shape and dtype mismatches between two model states, with their likely explanation."""
+def compare(first: dict[str, TensorMeta], second: dict[str, TensorMeta],
+            labels: tuple[str, str] = ("first", "second")) -> dict[str, Any]:
+    """Key, shape and dtype mismatches between two model states, with their likely explanation.
+
+    `labels` name the two sides in the explanation (e.g. "the checkpoint", "the model").
+    """
     a, wa = _normalise(first)
     b, wb = _normalise(second)
-    explain = [f"first has {WRAPPERS[w]}" for w in sorted(wa - wb)]
-    explain += [f"second has {WRAPPERS[w]}" for w in sorted(wb - wa)]
-    for side, x, y in (("first", a, b), ("second", b, a)):
+    explain = [f"{labels[0]} has {WRAPPERS[w]}" for w in sorted(wa - wb)]
+    explain += [f"{labels[1]} has {WRAPPERS[w]}" for w in sorted(wb - wa)]
+    for side, x, y in ((labels[0], a, b), (labels[1], b, a)):
         prefix = None if set(x) & set(y) else _common_prefix(set(x), set(y))
         if prefix:
             explain.append(f"{side} has an extra `{prefix}` prefix on every key")

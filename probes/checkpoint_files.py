@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diagnose.probes.checkpoint_getattr import GETATTR, getattr_is_harmless
 from diagnose.probes.pickle_inspect import (
     DEFAULT_LIMITS,
     Limits,
@@ -67,11 +69,16 @@ def read_file(path: Path, limits: Limits = DEFAULT_LIMITS) -> FileContent:
     return out
 
 
-def _set_skeleton(out: FileContent, skel: Any) -> None:
+def _set_skeleton(out: FileContent, skel: Any, audit: Callable[[], bool] | None = None) -> None:
+    """Take the skeleton; `audit` re-reads the stream to clear a getattr used only for nested classes."""
     out.root = skel.root
+    suspicious, dangerous = skel.suspicious, skel.dangerous
+    if GETATTR in suspicious and audit is not None and audit():
+        suspicious = tuple(g for g in suspicious if g != GETATTR)
+        dangerous = tuple(g for g in dangerous if g != GETATTR)
     out.globals = tuple(dict.fromkeys((*out.globals, *skel.globals)))
-    out.suspicious = tuple(dict.fromkeys((*out.suspicious, *skel.suspicious)))
-    out.dangerous = tuple(dict.fromkeys((*out.dangerous, *skel.dangerous)))
+    out.suspicious = tuple(dict.fromkeys((*out.suspicious, *suspicious)))
+    out.dangerous = tuple(dict.fromkeys((*out.dangerous, *dangerous)))
 
 
 def _read_zip(path: Path, out: FileContent, limits: Limits) -> None:
@@ -96,7 +103,7 @@ def _read_zip(path: Path, out: FileContent, limits: Limits) -> None:
         with zf.open(pkls[0]) as fh:
             data = fh.read(limits.max_bytes + 1)
         skel = inspect_pickle(data, limits)
-        _set_skeleton(out, skel)
+        _set_skeleton(out, skel, lambda: getattr_is_harmless(data, limits))
         for ref in skel.storages:
             _check_record(ref, infos, prefix, out)
 
@@ -121,15 +128,20 @@ def _check_record(ref: StorageRef, infos: dict[str, zipfile.ZipInfo], prefix: st
 def _read_pickle_file(path: Path, out: FileContent, limits: Limits) -> None:
     """A raw pickle, or torch's legacy format: magic, protocol, sys info, then the object."""
     with open(path, "rb") as fh:
+
+        def audit_from(start: int) -> Callable[[], bool]:
+            return lambda: fh.seek(start) == start and getattr_is_harmless(fh, limits)
+
         first = inspect_stream(fh, limits)
         if first.root != LEGACY_MAGIC:
             out.kind = "pickle"
-            _set_skeleton(out, first)
+            _set_skeleton(out, first, audit_from(0))
             return
         out.kind = "torch.save-legacy"
         inspect_stream(fh, limits)
         inspect_stream(fh, limits)
-        _set_skeleton(out, inspect_stream(fh, limits))
+        start = fh.tell()
+        _set_skeleton(out, inspect_stream(fh, limits), audit_from(start))
 
 
 def _looks_like_safetensors(head: bytes) -> bool:

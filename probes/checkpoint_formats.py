@@ -103,7 +103,8 @@ def read_dcp(folder: Path) -> Found:
     tree: dict[str, Any] = {}
     for fqn, entry in sd_meta.items():
         size = _field(entry, "size")
-        leaf = TensorMeta(tuple(size) if isinstance(size, (tuple, list)) else None, None) if size else "bytes"
+        shape = tuple(size) if isinstance(size, (tuple, list)) else None
+        leaf = TensorMeta(shape, _dcp_dtype(entry)) if size else "bytes"
         _insert(tree, str(fqn).split("."), leaf)
         if isinstance(leaf, TensorMeta) and str(fqn).startswith(("model.", "app.model.")):
             found.tensors[str(fqn).split("model.", 1)[1]] = leaf
@@ -111,6 +112,18 @@ def read_dcp(folder: Path) -> Found:
         found.add(state, *keys)
     _check_dcp_storage(_field(meta, "storage_data"), shards, found)
     return found
+
+
+def _dcp_dtype(entry: Any) -> str | None:
+    """dtype from TensorProperties: a (dtype, layout, ...) state tuple, or a dict with `dtype`."""
+    props = _field(entry, "properties")
+    if not isinstance(props, Obj):
+        return None
+    state = props.state
+    dtype = state[0] if isinstance(state, tuple) and len(state) > 2 else props.fields().get("dtype")
+    if isinstance(dtype, Obj) and dtype.cls.startswith("torch.") and not dtype.args:
+        return dtype.cls.removeprefix("torch.")
+    return None
 
 
 def _insert(tree: dict[str, Any], parts: list[str], leaf: Any) -> None:

@@ -106,6 +106,9 @@ def _tensor(node: Node) -> TensorMeta:
             dtype = args[6].name
         key = storage.parts[2] if isinstance(storage, StorageRef) and len(storage.parts) > 2 else None
         return TensorMeta(_shape(args[2]) if len(args) > 2 else None, dtype, str(key) if key is not None else None)
+    if name == "_rebuild_wrapper_subclass" and len(args) > 2:  # (cls, dtype, size, ...): DTensor and friends
+        dtype = args[1].name if isinstance(args[1], GlobalRef) else None
+        return TensorMeta(_shape(args[2]), dtype)
     if name in ("_rebuild_device_tensor_from_numpy", "_rebuild_meta_tensor_no_storage") and len(args) > 1:
         dtype = args[0].name if isinstance(args[0], GlobalRef) else None
         return TensorMeta(_shape(args[1]), dtype)

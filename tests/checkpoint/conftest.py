@@ -52,3 +52,20 @@ def dcp_copy(dcp_root: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "run"
     shutil.copytree(dcp_root, dst)
     return dst
+
+
+@pytest.fixture(scope="session")
+def sharded_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Per-rank DTensor, FSDP2 and ShardedTensor files and an FSDP2 DCP folder, from 2 real gloo ranks."""
+    from ckpt_sharded_writer import write
+    from torch.multiprocessing.spawn import ProcessExitedException
+
+    for attempt in range(3):  # gloo in torch 2.13 sometimes aborts a rank at exit (SIGABRT): a retry, not a fix
+        out = tmp_path_factory.mktemp("sharded")
+        try:
+            write(str(out), world=2, port=_free_port())
+            return out
+        except ProcessExitedException:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
