@@ -12,6 +12,7 @@ from __future__ import annotations
 import _compat_pickle
 import io
 import pickle
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -195,6 +196,17 @@ class _InertUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
             raise PickleInspectError(f"BUILD on a {type(inst).__name__}")
         inst.state = state
 
+    def load_bytearray8(self) -> None:
+        """BYTEARRAY8 without allocating the declared length first (a memory bomb in hostile input)."""
+        (size,) = struct.unpack("<Q", self.read(8))
+        if size > self.limits.max_bytes:
+            raise PickleInspectError(f"bytearray of {size} bytes declared, over the {self.limits.max_bytes} byte limit")
+        data = self.read(size)
+        if len(data) != size:
+            raise PickleInspectError("pickle stream ends inside a bytearray (truncated)")
+        self.append(bytearray(data))
+
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
     dispatch[pickle.REDUCE[0]] = load_reduce
     dispatch[pickle.NEWOBJ[0]] = load_newobj
     dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
