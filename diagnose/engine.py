@@ -13,7 +13,7 @@ from typing import Any
 from diagnose.analyzers import crossrank, rankview
 from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
-from diagnose.predicates import REGISTRY, Binding, format_ranks
+from diagnose.predicates import REGISTRY, Binding
 from diagnose.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.ruleset import RuleSet, load_ruleset
 from diagnose.rulespec import Outcome, PredicateCall, Rule
@@ -212,6 +212,3 @@ def _next_steps(ruleset: RuleSet, causes: Sequence[Cause]) -> list[str]:
                    "@record on the entry point, and keep every rank's log (torchrun --log-dir)")
     return out[:6]
 
-
-def describe_ranks(ranks: Iterable[int]) -> str:
-    return format_ranks(ranks)
