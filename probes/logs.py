@@ -71,20 +71,16 @@ _THIS_YEAR = datetime.date.today().year
 
 def rank_from_path(path: str) -> int | None:
     """Rank named by a file or folder name (rank3.log, rank-3/, attempt_0/3/stderr.log)."""
-    for pat in _rank_patterns()[0]:
-        m = pat.search(path)
-        if m:
-            return int(m.group("rank"))
-    return None
+    return _first_rank(pat.search(path) for pat in _rank_patterns()[0])
 
 
 def rank_from_line(text: str) -> int | None:
     """Rank named by a line prefix such as ``[rank3]:`` or ``[default3]:``."""
-    for pat in _rank_patterns()[1]:
-        m = pat.match(text)
-        if m:
-            return int(m.group("rank"))
-    return None
+    return _first_rank(pat.match(text) for pat in _rank_patterns()[1])
+
+
+def _first_rank(matches: Iterable[re.Match[str] | None]) -> int | None:
+    return next((int(m.group("rank")) for m in matches if m), None)
 
 
 _WORKER_SCANNER: Scanner | None = None  # set before forking: workers inherit the compiled database

@@ -87,15 +87,20 @@ def dataloader(rank: int) -> None:
         dist.all_reduce(batch)
 
 
+def _leave_orphan() -> None:
+    """Fork a child that outlives this rank and keeps its sockets open (as NCCL's helpers do)."""
+    child = os.fork()
+    if child == 0:
+        time.sleep(600)
+        os._exit(0)
+    (MARKS / "orphan1.pid").write_text(str(child))
+
+
 def dead(rank: int) -> None:
     """Rank 1 dies; an orphaned child keeps its sockets open, so the peers wait (as with NCCL)."""
     t = torch.ones(4)
     if rank == 1:
-        child = os.fork()
-        if child == 0:
-            time.sleep(600)
-            os._exit(0)
-        (MARKS / "orphan1.pid").write_text(str(child))
+        _leave_orphan()
         os._exit(3)
     ready(rank)
     dist.all_reduce(t)
@@ -105,11 +110,7 @@ def dead_traceback(rank: int) -> None:
     """Like ``dead``, but rank 1 prints a Python traceback before it dies (a job's output file shows it)."""
     t = torch.ones(4)
     if rank == 1:
-        child = os.fork()
-        if child == 0:
-            time.sleep(600)
-            os._exit(0)
-        (MARKS / "orphan1.pid").write_text(str(child))
+        _leave_orphan()
         try:
             raise RuntimeError("rank 1 hit a bad batch (raised on purpose)")
         except RuntimeError:
