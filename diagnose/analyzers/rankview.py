@@ -33,10 +33,12 @@ def fill(report: Report, ctx: Context) -> None:
             states[ex.rank] = f"exited {ex.exitcode}" + (f" ({ex.signal})" if ex.signal else "")
     for r in missing:
         states.setdefault(r, "missing")
+    report.timeline = _timeline(report, ctx)
     first = _first_failure(ctx)
+    if first is None:  # no launcher verdict: the earliest timestamped failure line
+        first = next((t.rank for t in report.timeline if t.time is not None and t.rank is not None), None)
     report.rank_states = [RankState(rank=r, state=s, culprit=r in culprits, first_failure=r == first)
                           for r, s in sorted(states.items())]
-    report.timeline = _timeline(report, ctx)
 
 
 def _first_failure(ctx: Context) -> int | None:
