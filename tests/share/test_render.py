@@ -61,7 +61,7 @@ def _console_errors(stderr: str) -> list[str]:
 def test_html_renders_in_headless_chromium(chromium: str, tmp_path: Path, record_property) -> None:
     page = tmp_path / "report.html"
     write_html(big_report(), page)
-    dom = _chromium(chromium, ["--dump-dom"], page.as_uri())
+    dom = _chromium(chromium, ["--dump-dom", "--virtual-time-budget=5000"], page.as_uri())
     assert _console_errors(dom.stderr) == []
     body = re.search(r"<body[^>]*>", dom.stdout).group(0)
     attrs = dict(re.findall(r'(data-[\w-]+)="([^"]*)"', body))
