@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from fnmatch import fnmatchcase
 from typing import Any
 
 
@@ -30,8 +31,11 @@ class Context:
         return self._by_kind.get(kind, [])
 
     def lines(self, signature: str) -> list[Any]:
-        """Log lines of one signature."""
-        return self._by_signature.get(signature, [])
+        """Log lines of one signature; a name with ``*`` is a family glob (``nccl_ib_*``)."""
+        if "*" not in signature:
+            return self._by_signature.get(signature, [])
+        return [line for name, found in self._by_signature.items()
+                if fnmatchcase(name, signature) for line in found]
 
     def signatures_of(self, item: Any) -> set[str]:
         """Every signature that matched the line of ``item`` (by source and line, or by its text)."""

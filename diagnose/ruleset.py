@@ -128,9 +128,9 @@ def _check_outcome(outcome, names: dict[str, PredicateCall], rule: Rule, idx: in
 def _signature_field(call: PredicateCall, attr: str, sigs: SignatureSet) -> bool:
     """Whether a signature named by ``call`` extracts a field ``attr`` (a named group)."""
     for name in call.params.get("names") or []:
-        sig = sigs.by_name.get(name)
-        if sig is not None and attr in re.compile(sig.extract or sig.detect).groupindex:
-            return True
+        for sig in sigs.matching(name) if "*" in name else [sigs.by_name.get(name)]:
+            if sig is not None and attr in re.compile(sig.extract or sig.detect).groupindex:
+                return True
     return False
 
 
@@ -147,8 +147,9 @@ def _check_calls(calls: Iterable[PredicateCall], sigs: SignatureSet, err) -> dic
                 err(f"{call.predicate}: unknown parameter {p!r}", f"one of {sorted(set(params) - {'ctx'})}")
         for key in ("names",):
             for name in call.params.get(key, []) or []:
-                if name not in sigs.by_name:
-                    err(f"{call.predicate}: unknown signature {name!r}", "a name from rules/signatures/")
+                if name not in sigs.by_name and not ("*" in name and sigs.matching(name)):
+                    err(f"{call.predicate}: unknown signature {name!r}",
+                        "a name from rules/signatures/, or a family glob such as nccl_ib_* that matches one")
         if call.params.get("signature") and call.params["signature"] not in sigs.by_name:
             err(f"{call.predicate}: unknown signature {call.params['signature']!r}")
         if call.bind and not call.negate:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
+from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
+
+# owner/repo:path/in/repo, optionally @versions (e.g. @2.1-2.13), or a documentation URL.
+ORIGIN = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+:[^\s@:]+(?:@[\w.+,<>=~-]+)?|https?://\S+")
 
 
 class Example(BaseModel):
@@ -44,8 +48,29 @@ class Signature(BaseModel):
     fields: dict[str, str] = Field(default_factory=dict, description="type of each extracted field: int|float|str")
     examples: tuple[Example, ...] = Field(min_length=1)
     counter_examples: tuple[str, ...] = Field(min_length=1)
+    origin: tuple[str, ...] = Field(
+        default_factory=tuple,
+        description="where the text is emitted: owner/repo:path[@versions] or a documentation URL (one or a list)",
+    )
     source: str | None = None
     line: int | None = None
+
+    @field_validator("origin", mode="before")
+    @classmethod
+    def _origin_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return (value,)
+        return value
+
+    @field_validator("origin")
+    @classmethod
+    def _origin_well_formed(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            if not ORIGIN.fullmatch(item):
+                raise ValueError(
+                    f"origin {item!r} is neither owner/repo:path[@versions] nor an http(s) URL"
+                )
+        return value
 
     @field_validator("detect", "extract")
     @classmethod
@@ -102,6 +127,10 @@ class SignatureSet:
 
     def __len__(self) -> int:
         return len(self.signatures)
+
+    def matching(self, pattern: str) -> list[Signature]:
+        """Signatures whose name matches a family glob such as ``nccl_ib_*``."""
+        return [s for s in self.signatures if fnmatchcase(s.name, pattern)]
 
 
 def builtin_signature_dir() -> Path:
