@@ -88,12 +88,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "schema":
-        from diagnose.report import report_schema
+        from diagnose.output.report import report_schema
 
         print(json.dumps(report_schema(), indent=2))
         return EXIT_OK
     if args.command == "rules":
-        from diagnose.rulecli import run_rules
+        from diagnose.commands.rules import run_rules
 
         return run_rules(args.action, args.rule_id, args.rules, args.out, sys.stdout)
     report = _run_command(args)
@@ -116,35 +116,35 @@ def _run_command(args: argparse.Namespace) -> Any:
     cmd = args.command
     if cmd == "logs":
         _check_paths(args.paths)
-        from diagnose.postmortem import run_logs
+        from diagnose.commands.logs import run_logs
 
         return run_logs(args.paths, symptom=args.symptom, rule_dirs=args.rules)
     if cmd == "hang":
-        from diagnose.live import run_hang
+        from diagnose.commands.hang import run_hang
 
         return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native, local=args.local)
     if cmd == "preflight":
-        from diagnose.preflight import run_preflight
+        from diagnose.commands.preflight import run_preflight
 
         return run_preflight(port=args.port, nproc=args.nproc, workers=args.workers, local=args.local)
     if cmd == "checkpoint":
         _check_paths(args.paths)
-        from diagnose.checkpoint_cmd import run_checkpoint
+        from diagnose.commands.checkpoint import run_checkpoint
 
         return run_checkpoint(args.paths, model=args.model)
     if cmd == "scaling":
         _check_paths(args.paths)
-        from diagnose.scaling_cmd import run_scaling
+        from diagnose.commands.scaling import run_scaling
 
         return run_scaling(args.paths, symptom=args.symptom)
     if cmd == "report":
         _check_paths([args.directory])
-        from diagnose.hook.merge import run_report
+        from diagnose.commands.report import run_report
 
         return run_report(args.directory)
     if cmd == "record":
         _check_paths(args.paths)
-        from diagnose.postmortem import run_record
+        from diagnose.commands.logs import run_record
 
         return run_record(args.paths, redact=not args.no_redact)
     raise AssertionError(cmd)
@@ -152,21 +152,21 @@ def _run_command(args: argparse.Namespace) -> Any:
 
 def _emit(report: Any, args: argparse.Namespace) -> None:
     if args.redact:  # one redactor for every output, so placeholders agree across formats
-        from diagnose.redact import redact_report_model
+        from diagnose.output.redact import redact_report_model
 
         report = redact_report_model(report)
     if args.html:
-        from diagnose.render_html import write_html
+        from diagnose.output.html import write_html
 
         write_html(report, args.html)
     if args.json:
         sys.stdout.write(json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False) + "\n")
         return
     if report.command == "preflight":
-        from diagnose.preflight import render_checklist
+        from diagnose.commands.preflight import render_checklist
 
         print(render_checklist(report))
-    from diagnose.render_text import print_report
+    from diagnose.output.text import print_report
 
     print_report(report)
 

@@ -13,8 +13,8 @@ from typing import Any
 from diagnose.analyzers import crossrank, rankview
 from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
+from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.predicates import REGISTRY, Binding
-from diagnose.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.ruleset import RuleSet, load_ruleset
 from diagnose.rulespec import Outcome, PredicateCall, Rule
 from diagnose.scoring import alternative_score, apply_prior, combine, confidence_of, finding_score

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 from collections.abc import Iterable
@@ -13,13 +12,11 @@ from pathlib import Path
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 from diagnose.evidence import EVIDENCE_KINDS
 from diagnose.predicates import REGISTRY
+from diagnose.probes.logs.signatures import SignatureSet, load_signatures
 from diagnose.rulespec import PredicateCall, Rule, load_rules
-from diagnose.signatures import SignatureSet, load_signatures
 from diagnose.vocab import CAUSES, SYMPTOMS
 from diagnose.yamlload import builtin_rules_dir
 
-PREDICATE_MODULES = ("diagnose.predicates", "diagnose.predicates_stacks", "diagnose.predicates_checkpoint",
-                     "diagnose.predicates_scaling", "diagnose.predicates_preflight")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _ROW = re.compile(r"^\| `([A-Za-z]\.[\w.-]+)` \|", re.M)
 
@@ -44,15 +41,8 @@ def runbook_rows() -> dict[str, str]:
     return rows
 
 
-def register_predicates() -> None:
-    """Import every predicate module so the registry holds the whole vocabulary."""
-    for name in PREDICATE_MODULES:
-        importlib.import_module(name)
-
-
 def load_ruleset(extra_dirs: Iterable[Path] = ()) -> RuleSet:
     """Load rules and signatures and cross-check them; raise RuleSetError with every problem."""
-    register_predicates()
     extra = list(extra_dirs)
     errors: list[RuleError] = []
     try:

@@ -14,7 +14,7 @@ from statistics import median
 
 from diagnose.analyzers.steptime import RunStats, step_of
 from diagnose.evidence import StepMetric
-from diagnose.steptime_spec import strip_labels
+from diagnose.probes.steptime.spec import strip_labels
 
 SAME = 0.1             # relative difference under which two counters are "the same"
 

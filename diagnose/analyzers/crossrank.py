@@ -11,8 +11,8 @@ from itertools import groupby
 from typing import Any
 
 from diagnose.evidence import CollectiveState, Provenance, RankExit
+from diagnose.ranks import SIGNAL_NAMES
 
-_SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 _TABLE = ("torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file",
           "torchrun_failure_traceback", "torchrun_root_cause_header", "torchrun_other_failures_header")
 
@@ -62,7 +62,7 @@ def _keep(exits: dict[int, RankExit], entry: dict[str, Any]) -> None:
     if not isinstance(rank, int):
         return
     code = entry.get("exitcode")
-    sig = entry.get("signal") or (_SIGNAL_NAMES.get(-code) if isinstance(code, int) and code < 0 else None)
+    sig = entry.get("signal") or (SIGNAL_NAMES.get(-code) if isinstance(code, int) and code < 0 else None)
     error_file = entry.get("error_file")
     first = entry["line"]
     lines = [first, *entry.get("lines", [])]
@@ -88,7 +88,7 @@ def _launcher_exits(lines: list[Any]) -> list[RankExit]:
             rank = 0 if e.signature == "launcher_subprocess_exit" else None
         if not isinstance(code, int) or rank is None or rank in out:
             continue
-        out[rank] = RankExit(rank=rank, exitcode=code, signal=_SIGNAL_NAMES.get(-code) if code < 0 else None,
+        out[rank] = RankExit(rank=rank, exitcode=code, signal=SIGNAL_NAMES.get(-code) if code < 0 else None,
                              text=e.text, time=e.time, provenance=e.provenance)
     for e in lines:  # mp.spawn names a signal instead of a negative code
         if e.signature == "mp_spawn_process_exit" and isinstance(e.fields.get("rank"), int) and e.fields.get("signal"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from diagnose.context import Context
-from diagnose.report import EvidenceRef, RankState, RankSummary, Report
+from diagnose.output.report import EvidenceRef, RankState, RankSummary, Report
 
 MAX_TIMELINE = 12
 

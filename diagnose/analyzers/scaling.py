@@ -27,7 +27,7 @@ from diagnose.analyzers.steptime import (
     terms_of,
 )
 from diagnose.evidence import ScalingFact, StepMetric
-from diagnose.steptime_spec import steptime_spec
+from diagnose.probes.steptime.spec import steptime_spec
 
 SLOWDOWN = 3.0   # same workload this many times slower: worth a look at the input pipeline
 

@@ -33,7 +33,7 @@ def _scan(evidence: list[dict[str, Any]], rank: int | None) -> tuple[list[dict[s
         return [], None
     try:
         from diagnose.evidence import dump_evidence
-        from diagnose.probes.logs import scan_text
+        from diagnose.probes.logs.probe import scan_text
 
         found = [item for text in texts for item in scan_text(text, source="exception", rank=rank)]
         return dump_evidence(found), None

@@ -201,8 +201,8 @@ def to_ere(expr: str, caseless: bool = False) -> str:
 
 def project_patterns() -> list[tuple[str, str, bool]]:
     """(name, detect, caseless) of every signature the project scans with."""
-    from diagnose.scanner import signature_expressions
-    from diagnose.signatures import load_signatures
+    from diagnose.probes.logs.scanner import signature_expressions
+    from diagnose.probes.logs.signatures import load_signatures
 
     return [(s.name, s.detect, s.caseless) for s in signature_expressions(load_signatures())]
 

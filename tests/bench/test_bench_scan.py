@@ -61,9 +61,9 @@ def read_all(files: list[str]) -> int:
 def _scan_signatures():
     """The signatures the CLI's log scan uses (step-time lines have their own pass), else all."""
     try:
-        from diagnose.probes.logs import log_signatures
+        from diagnose.probes.logs.probe import log_signatures
     except ImportError:
-        from diagnose.signatures import load_signatures as log_signatures
+        from diagnose.probes.logs.signatures import load_signatures as log_signatures
     return log_signatures()
 
 
@@ -79,7 +79,7 @@ def make_scan_only(workers: int = 1):
     """The project's scanner alone (Scanner.scan_buffer over each mmapped file, fields included), on
     `workers` forked processes; the database is compiled before timing."""
     global _SCANNER
-    from diagnose.scanner import Scanner
+    from diagnose.probes.logs.scanner import Scanner
 
     _SCANNER = Scanner(_scan_signatures())
     _SCANNER.candidates(b"warm-up: compile the database\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.probes.checkpoint import inspect_checkpoint
+from diagnose.probes.checkpoint.probe import inspect_checkpoint
 
 CHUNK = 8 << 20
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.checkpoint_cmd import run_checkpoint
+from diagnose.commands.checkpoint import run_checkpoint
 from diagnose.errors import ConfigError
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.probes.checkpoint import inspect_checkpoint
-from diagnose.probes.checkpoint_compare import compare
+from diagnose.probes.checkpoint.compare import compare
+from diagnose.probes.checkpoint.probe import inspect_checkpoint
 
 
 def _tensors(path: Path) -> dict:

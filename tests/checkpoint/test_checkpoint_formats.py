@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from diagnose.probes.checkpoint import inspect_checkpoint
+from diagnose.probes.checkpoint.probe import inspect_checkpoint
 
 ALL = ["model", "optimizer", "scheduler", "scaler", "rng", "sampler", "step"]
 
@@ -53,7 +53,7 @@ def test_complete_file_is_real_and_refused_by_weights_only(ckpts: dict[str, Path
 
 
 def test_inspection_imports_neither_torch_nor_numpy(ckpts: dict[str, Path]) -> None:
-    code = ("import sys; from diagnose.probes.checkpoint import inspect_checkpoint as i; "
+    code = ("import sys; from diagnose.probes.checkpoint.probe import inspect_checkpoint as i; "
             f"info = i({str(ckpts['complete'])!r}); assert info.present, info; "
             "assert 'torch' not in sys.modules and 'numpy' not in sys.modules, 'imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

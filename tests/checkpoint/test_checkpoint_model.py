@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from diagnose.checkpoint_cmd import run_checkpoint
+from diagnose.commands.checkpoint import run_checkpoint
 from diagnose.errors import ConfigError
 
 MODEL = '''
@@ -42,7 +42,7 @@ def _write_model(folder: Path, name: str = "model", *, hidden: int = 16, head: s
 
 
 def _load(path: Path, factory: str = "build") -> torch.nn.Module:
-    from diagnose.probes.checkpoint_model import resolve
+    from diagnose.probes.checkpoint.model import resolve
 
     return resolve(f"{path}:{factory}")()
 

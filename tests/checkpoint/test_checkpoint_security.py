@@ -16,8 +16,13 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnose.probes.checkpoint import inspect_checkpoint
-from diagnose.probes.pickle_inspect import Limits, PickleInspectError, inspect_pickle, inspect_stream
+from diagnose.probes.checkpoint.pickle_inspect import (
+    Limits,
+    PickleInspectError,
+    inspect_pickle,
+    inspect_stream,
+)
+from diagnose.probes.checkpoint.probe import inspect_checkpoint
 
 
 class _Planted:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from diagnose.checkpoint_cmd import run_checkpoint
-from diagnose.probes.checkpoint import inspect_checkpoint
+from diagnose.commands.checkpoint import run_checkpoint
+from diagnose.probes.checkpoint.probe import inspect_checkpoint
 
 SEQ = ("import torch\n\ndef build():\n    return torch.nn.Sequential(torch.nn.Linear(8, 16), "
        "torch.nn.ReLU(), torch.nn.Linear(16, 4))\n")
@@ -25,7 +25,7 @@ def test_per_rank_sharded_files_are_not_suspicious(sharded_dir: Path, name: str)
 
 
 def test_sharded_tensor_file_uses_getattr_harmlessly(sharded_dir: Path) -> None:
-    from diagnose.probes.checkpoint_files import read_file
+    from diagnose.probes.checkpoint.files import read_file
 
     content = read_file(sharded_dir / "sharded_tensor_rank0.pt")
     assert "builtins.getattr" in content.globals and content.suspicious == ()

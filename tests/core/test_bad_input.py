@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnose.postmortem import run_logs
-from diagnose.probes.logs import log_signatures, scan_text
-from diagnose.scanner import Scanner
+from diagnose.commands.logs import run_logs
+from diagnose.probes.logs.probe import log_signatures, scan_text
+from diagnose.probes.logs.scanner import Scanner
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 has a total capacity of 79.10 GiB"
 REAL_LINES = [OOM, "[rank3]: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1, unhandled system error",

@@ -2,8 +2,8 @@
 
 import pytest
 
-from diagnose.scanner import Scanner
-from diagnose.signatures import load_signatures
+from diagnose.probes.logs.scanner import Scanner
+from diagnose.probes.logs.signatures import load_signatures
 
 SIGS = load_signatures()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.postmortem import run_logs
+from diagnose.commands.logs import run_logs
 
 ROOT = Path(__file__).resolve().parents[2]
 

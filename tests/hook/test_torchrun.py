@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from diagnose.hook.merge import collect_reports, run_report
+from diagnose.commands.report import collect_reports, run_report
 
 from .conftest import normalize, rules_present, run_job
 

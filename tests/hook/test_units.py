@@ -6,9 +6,9 @@ import json
 import sys
 import time
 
+from diagnose.commands.report import collect_reports, find_reports
 from diagnose.evidence import parse_evidence
 from diagnose.hook import api, collect, reportfile, stacks, torchstate
-from diagnose.hook.merge import collect_reports, find_reports
 from diagnose.hook.watchdog import Watchdog
 
 SP = "/venv/lib/python3.11/site-packages/"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from diagnose.live import run_hang
+from diagnose.commands.hang import run_hang
 
 pytestmark = pytest.mark.torch
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from test_probe_live import assert_unharmed
 
-from diagnose.live import run_hang
-from diagnose.probes import stacks
+from diagnose.commands.hang import run_hang
+from diagnose.probes.live import stacks
 
 pytestmark = pytest.mark.torch
 

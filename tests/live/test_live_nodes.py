@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diagnose.evidence import Provenance, RankEnv, RankStatus, StackSample, dump_evidence
-from diagnose.live_nodes import demux_labels, merge_reports
+from diagnose.probes.live.fanout import demux_labels, merge_reports
 
 
 def _node(host: str, ranks: list[int], world: int, elsewhere: list[int], op: str = "all_reduce") -> dict:

@@ -14,9 +14,9 @@ import yaml
 from diagnose.context import Context
 from diagnose.engine import evaluate_rule
 from diagnose.evidence import parse_evidence
+from diagnose.probes.logs.signatures import SignatureSet
 from diagnose.ruleset import validate
 from diagnose.rulespec import load_rule_file
-from diagnose.signatures import SignatureSet
 from diagnose.yamlload import builtin_rules_dir
 
 LIVE = builtin_rules_dir() / "live"

@@ -12,9 +12,9 @@ import psutil
 import pytest
 
 from diagnose.analyzers.stacks import rank_views
+from diagnose.commands.hang import collect, run_hang
 from diagnose.evidence import RankEnv, RankStatus, StackSample, parse_evidence
-from diagnose.live import collect, run_hang
-from diagnose.probes import discovery, stacks
+from diagnose.probes.live import discovery, stacks
 
 pytestmark = pytest.mark.torch
 
@@ -118,7 +118,7 @@ def test_dataloader_workers_are_not_ranks(hung_job) -> None:
 def test_ptrace_refused_falls_back_to_proc(tmp_path) -> None:
     target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        code = ("import json; from diagnose.probes import stacks; "
+        code = ("import json; from diagnose.probes.live import stacks; "
                 f"r = stacks.sample_stacks([stacks.Target({target.pid}, 0)], samples=1); "
                 "print(json.dumps([r.evidence[0].activity, r.evidence[0].text, r.skipped[0].reason, r.notes]))")
         out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",

@@ -3,14 +3,14 @@
 import io
 from pathlib import Path
 
-from diagnose.docgen import render_docs
+from diagnose.authoring.docgen import render_docs
 from diagnose.ruleset import load_ruleset, runbook_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_rules_check_passes():
-    from diagnose.rulecli import run_rules
+    from diagnose.commands.rules import run_rules
 
     out = io.StringIO()
     assert run_rules("check", None, [], ROOT / "docs", out) == 0, out.getvalue()
@@ -96,7 +96,7 @@ def test_site_rules_from_env_are_loaded_and_used(tmp_path, monkeypatch):
 
 
 def test_rules_show_prints_the_rule_file():
-    from diagnose.rulecli import run_rules
+    from diagnose.commands.rules import run_rules
 
     out = io.StringIO()
     assert run_rules("show", "rank-killed-while-peers-waited", [], ROOT / "docs", out) == 0
@@ -109,7 +109,7 @@ def test_new_rule_scaffold_passes_check(tmp_path):
 
     subprocess.run([sys.executable, str(ROOT / "scripts" / "new_rule.py"), "crash", "my-site-pattern",
                     "--rules", str(tmp_path)], check=True, capture_output=True)
-    from diagnose.rulecli import run_rules
+    from diagnose.commands.rules import run_rules
 
     out = io.StringIO()
     assert run_rules("check", None, [tmp_path], ROOT / "docs", out) == 0, out.getvalue()

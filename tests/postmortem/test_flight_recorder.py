@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.postmortem import run_logs
-from diagnose.probes.flight_recorder import read_dump
+from diagnose.commands.logs import run_logs
+from diagnose.probes.logs.flight_recorder import read_dump
 
 JOB = Path(__file__).with_name("fr_job.py")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.preflight import render_checklist, run_preflight, versions_agree
-from diagnose.probes.preflight import make_check
-from diagnose.probes.preflight_env import matching_interfaces
+from diagnose.commands.preflight import render_checklist, run_preflight, versions_agree
+from diagnose.probes.preflight.env import matching_interfaces
+from diagnose.probes.preflight.probe import make_check
 
 _LAUNCH_VARS = ("MASTER_PORT", "MASTER_ADDR", "PET_MASTER_PORT", "PET_MASTER_ADDR", "PET_RDZV_ENDPOINT",
                 "RDZV_ENDPOINT", "PET_NPROC_PER_NODE", "PET_NNODES", "PET_RDZV_ID", "LOCAL_WORLD_SIZE", "WORLD_SIZE",

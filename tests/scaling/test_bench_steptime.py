@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from diagnose.probes.steptime import parse_step_lines
+from diagnose.probes.steptime.probe import parse_step_lines
 
 N_LINES = 50_000
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from diagnose.analyzers.scaling import analyze_scaling
-from diagnose.probes.profiler_trace import parse_profiler_trace
-from diagnose.probes.steptime import parse_step_lines
-from diagnose.scaling_cmd import collect_scaling_evidence
+from diagnose.commands.scaling import collect_scaling_evidence
+from diagnose.probes.steptime.probe import parse_step_lines
+from diagnose.probes.steptime.profiler_trace import parse_profiler_trace
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnose.probes.steptime import parse_step_lines
-from diagnose.steptime_spec import label_world, steptime_spec
+from diagnose.probes.steptime.probe import parse_step_lines
+from diagnose.probes.steptime.spec import label_world, steptime_spec
 
 
 def _parse(text: str, source: str = "train.log"):

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from diagnose.report import Cause, EvidenceRef, RankState, RankSummary, Report, Skipped
+from diagnose.output.report import Cause, EvidenceRef, RankState, RankSummary, Report, Skipped
 from tests.share.planted import PLANTED, PLANTED_LOG
 
 

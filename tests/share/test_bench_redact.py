@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from diagnose.redact import redact_text
+from diagnose.output.redact import redact_text
 from tests.share.conftest import leaks
 from tests.share.planted import PLANTED_LOG
 

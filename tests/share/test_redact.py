@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from diagnose.redact import Redactor, redact_report, redact_report_model, redact_text
-from diagnose.render_grid import render_rank_grid
-from diagnose.render_html import write_html
-from diagnose.report import Report
-from diagnose.run_record import render_record
+from diagnose.commands.record import render_record
+from diagnose.output.grid import render_rank_grid
+from diagnose.output.html import write_html
+from diagnose.output.redact import Redactor, redact_report, redact_report_model, redact_text
+from diagnose.output.report import Report
 from tests.share.conftest import leaks
 from tests.share.planted import PLANTED_LOG
 

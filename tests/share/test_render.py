@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from diagnose.render_grid import render_rank_grid
-from diagnose.render_html import render_html, write_html
-from diagnose.report import Cause, EvidenceRef, RankState, RankSummary, Report
+from diagnose.output.grid import render_rank_grid
+from diagnose.output.html import render_html, write_html
+from diagnose.output.report import Cause, EvidenceRef, RankState, RankSummary, Report
 
 WORLD = 4096
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

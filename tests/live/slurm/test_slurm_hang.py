@@ -10,8 +10,8 @@ import time
 import psutil
 import pytest
 
-from diagnose.live import run_hang
-from diagnose.probes import stacks
+from diagnose.commands.hang import run_hang
+from diagnose.probes.live import stacks
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 

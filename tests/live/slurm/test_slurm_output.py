@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from diagnose.live import run_hang
+from diagnose.commands.hang import run_hang
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 

@@ -1,0 +1,127 @@
+"""`diagnose hang --job ID`: probe a hung job's ranks on this host and diagnose them.
+
+Discovery -> process state, environment and stacks of every rank (in parallel, time-bounded)
+-> cross-rank facts -> the rule engine. Nothing here stops, signals or slows the job.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from diagnose.evidence import dump_evidence
+from diagnose.output.report import Report, Skipped
+
+
+def collect(job: str, timeout: float = 10.0, *, native: bool = False
+            ) -> tuple[list[Any], list[Skipped], list[str], dict[str, Any]]:
+    """Collect the live evidence of a job: (evidence, skipped, notes, raw material for --save).
+
+    ``native`` adds native frames (py-spy --native, 1-2 s per rank) to the second sample of ranks
+    seen in backward, to show DDP's reducer waiting in its all_reduce.
+    """
+    from diagnose.probes.live import discovery, procstate, stacks
+    start = time.monotonic()
+    found = discovery.discover(job)
+    host = socket.gethostname()
+    procs = procstate.prime(found.ranks)
+    evidence: list[Any] = [procstate.rank_env(info, host) for info in found.ranks]
+    targets = [stacks.Target(pid=i.pid, rank=i.rank, host=host) for i in found.ranks]
+    per_dump = max(1.0, min(3.0, timeout / 4))
+    sampled = stacks.sample_stacks(targets, timeout=per_dump, native_for=("backward",) if native else ())
+    evidence.extend(sampled.evidence)
+    evidence.extend(procstate.rank_states(found, procs, host))
+    notes = [f"job {found.id!r} read as a {_KIND_WORDS[found.kind]}",
+             _found_line(found), *found.notes, *sampled.notes, *_backward_note(evidence, native),
+             f"probed in {time.monotonic() - start:.2f} s"]
+    raw = {"job": _job_summary(found), "dumps": sampled.dumps}
+    return evidence, sampled.skipped, notes, raw
+
+
+def _backward_note(evidence: list[Any], native: bool) -> list[str]:
+    from diagnose.analyzers.stacks import rank_views
+
+    stuck = [r for r, v in rank_views(evidence).items() if v.activity == "backward" and not v.moving]
+    if not stuck or native:
+        return []
+    return [f"rank(s) {', '.join(map(str, stuck))} stuck in backward: under DDP that is the gradient "
+            "all_reduce (native frames show c10d::Reducer; probe with native=True to confirm)"]
+
+
+_KIND_WORDS = {"slurm": "Slurm job id", "torchrun": "torchrun run id (TORCHELASTIC_RUN_ID)",
+               "pid": "launcher pid"}
+
+
+def _found_line(found: Any) -> str:
+    ranks = ", ".join(f"{i.rank}:{i.pid}" for i in found.ranks)
+    extra = f"; {len(found.launchers)} launcher/agent and {len(found.workers)} helper processes"
+    ws = f" of WORLD_SIZE {found.world_size}" if found.world_size else ""
+    return f"found {len(found.ranks)} rank processes{ws} (rank:pid {ranks}){extra}"
+
+
+def _job_summary(found: Any) -> dict[str, Any]:
+    def row(i: Any) -> dict[str, Any]:
+        return {"pid": i.pid, "ppid": i.ppid, "role": i.role, "rank": i.rank, "local_rank": i.local_rank,
+                "world_size": i.world_size, "rank_var": i.rank_var, "launcher": i.launcher,
+                "parent_pid": i.parent_pid, "cmdline": i.cmdline}
+
+    return {"kind": found.kind, "id": found.id, "world_size": found.world_size, "missing": found.missing,
+            "elsewhere": found.elsewhere, "processes": [row(i) for i in
+                                                        found.ranks + found.launchers + found.workers]}
+
+
+def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], notes: list[str],
+         raw: dict[str, Any]) -> None:
+    """Write the evidence (``evidence.jsonl``), raw py-spy output and the process table to a folder."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "evidence.jsonl", "w", encoding="utf-8") as fh:
+        for record in dump_evidence(evidence):
+            fh.write(json.dumps(record, sort_keys=True) + "\n")
+    spy = directory / "pyspy"
+    spy.mkdir(exist_ok=True)
+    for d in raw["dumps"]:
+        name = f"rank{d.target.rank}.pid{d.target.pid}.sample{d.sample}{'.native' if d.native else ''}"
+        (spy / f"{name}.json").write_text(d.raw or "")
+        if d.error:
+            (spy / f"{name}.error.txt").write_text(d.error + "\n")
+    meta = {**raw["job"], "notes": notes, "skipped": [s.model_dump() for s in skipped]}
+    (directory / "processes.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+
+
+def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False,
+             local: bool = False, fanout: bool | None = None) -> Report:
+    """Probe a hung job and return the diagnosis (raises ProbeError for an unknown job).
+
+    A Slurm job whose ranks run on other nodes is probed on each node through ``srun --overlap``
+    (``fanout=None``: decide from Slurm's node list; True/False force it). ``local`` probes only this
+    node and keeps the raw evidence in the report, for that fan-out to merge.
+    """
+    from diagnose.engine import diagnose_evidence
+    from diagnose.errors import ProbeError
+    from diagnose.probes.live import fanout as live_nodes
+
+    sjob = None if local else live_nodes.slurm_job(job)
+    if sjob is not None and sjob.running and (live_nodes.needs_fanout(sjob) if fanout is None else fanout):
+        evidence, skipped, notes, raw = live_nodes.collect_nodes(sjob, timeout, native)
+    else:
+        try:
+            evidence, skipped, notes, raw = collect(job, timeout, native=native)
+        except ProbeError as exc:
+            if sjob is not None and not sjob.running:
+                raise ProbeError(f"{exc}; Slurm says job {sjob.id} is {sjob.state}") from None
+            raise
+    if sjob is not None:
+        more, more_skipped, more_notes = live_nodes.output_evidence(sjob)
+        evidence += more
+        skipped += more_skipped
+        notes += more_notes
+    if save is not None:
+        notes.append(f"evidence saved to {save}")
+        save_evidence(Path(save), evidence, skipped, notes, raw)
+    report = diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)
+    if local:
+        report.evidence = dump_evidence(evidence)
+    return report

@@ -1,0 +1,125 @@
+"""`diagnose report DIR`: merge the per-rank reports the hook wrote into one cross-rank diagnosis.
+
+Unlike the rest of `diagnose.hook`, this runs on the command-line side and uses the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from diagnose.errors import ConfigError
+from diagnose.evidence import Provenance, RankStatus, parse_evidence
+from diagnose.hook.reportfile import REPORT_NAME
+from diagnose.output.report import Report, Skipped
+
+MAX_REPORT_BYTES = 64 * 2**20
+
+
+def find_reports(directory: Path) -> list[tuple[int, int, Path]]:
+    """(rank, attempt, path) of every per-rank report under `directory`, recursively; other files ignored."""
+    found = []
+    for path in sorted(directory.rglob("rank-*.json")):
+        m = REPORT_NAME.match(path.name)
+        if m and path.is_file():
+            found.append((int(m.group(1)), int(m.group(2) or 0), path))
+    return sorted(found)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if path.stat().st_size > MAX_REPORT_BYTES:
+        raise ValueError(f"larger than {MAX_REPORT_BYTES} bytes")
+    data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    if not isinstance(data, dict) or not isinstance(data.get("evidence"), list):
+        raise ValueError("not a per-rank report (no evidence list)")
+    return data
+
+
+def _validate(records: list[Any], rank: int, source: str, skipped: list[Skipped]) -> list[Any]:
+    """Evidence of one report; a bad record is skipped (and said so), not fatal."""
+    good = []
+    for idx, rec in enumerate(records):
+        try:
+            item = parse_evidence([rec])[0]
+        except Exception as exc:
+            skipped.append(Skipped(source=f"{source}#evidence[{idx}]", reason=str(exc).splitlines()[0][:200]))
+            continue
+        good.append(item if item.rank is not None else item.model_copy(update={"rank": rank}))
+    return good
+
+
+def _rescan(items: list[Any], rank: int, source: str) -> list[Any]:
+    """Run the log signatures over exception texts the hook could not scan in-process."""
+    if any(i.provenance.probe == "logs" for i in items):
+        return []
+    texts = [i.fields["traceback"] for i in items
+             if i.kind == "log_line" and isinstance(i.fields.get("traceback"), str)]
+    if not texts:
+        return []
+    from diagnose.probes.logs.probe import scan_text
+
+    return [hit for text in texts for hit in scan_text(text, source=source, rank=rank)]
+
+
+def _world_size(items: list[Any], reports: list[dict[str, Any]]) -> int | None:
+    sizes: list[int] = []
+    for item in items:
+        if item.kind == "rank_env":
+            for key in ("dist.world_size", "WORLD_SIZE"):
+                if str(item.variables.get(key, "")).isdigit():
+                    sizes.append(int(item.variables[key]))
+        elif item.kind == "process_group" and item.id == "0":
+            sizes.append(len(item.members))
+    sizes += [r["ranks"]["world_size"] for r in reports
+              if isinstance(r.get("ranks"), dict) and isinstance(r["ranks"].get("world_size"), int)]
+    return max(sizes) if sizes else None
+
+
+def collect_reports(directory: Path) -> tuple[list[Any], list[Skipped], list[str]]:
+    """Evidence of the latest attempt's per-rank reports, plus no_evidence for ranks without one."""
+    if not directory.is_dir():
+        raise ConfigError(f"{directory}: not a directory")
+    found = find_reports(directory)
+    skipped: list[Skipped] = []
+    notes: list[str] = []
+    if not found:
+        return [], skipped, [f"no per-rank reports (rank-<R>.json) under {directory}"]
+    latest = max(attempt for _, attempt, _ in found)
+    older = sorted({a for _, a, _ in found if a != latest})
+    if older:
+        notes.append(f"attempt {latest} merged; earlier attempts {older} left out")
+    evidence: list[Any] = []
+    loaded: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for rank, attempt, path in found:
+        if attempt != latest or rank in seen:
+            continue
+        try:
+            data = _load(path)
+        except (OSError, ValueError) as exc:
+            skipped.append(Skipped(source=str(path), reason=str(exc)[:200]))
+            continue
+        seen.add(rank)
+        loaded.append(data)
+        items = _validate(data["evidence"], rank, str(path), skipped)
+        try:
+            items += _rescan(items, rank, str(path))
+        except Exception as exc:
+            notes.append(f"{path}: log signatures not run: {type(exc).__name__}: {exc}")
+        evidence += items
+    world = _world_size(evidence, loaded)
+    for rank in range(world or 0):
+        if rank not in seen:
+            evidence.append(RankStatus(rank=rank, status="no_evidence", detail="no per-rank report",
+                                       text=f"rank {rank} wrote no report under {directory}",
+                                       provenance=Provenance(probe="hook-report", source=str(directory))))
+    return evidence, skipped, notes
+
+
+def run_report(directory: Path) -> Report:
+    """Merge the per-rank reports under `directory` and diagnose them across ranks."""
+    from diagnose.engine import diagnose_evidence
+
+    evidence, skipped, notes = collect_reports(Path(directory))
+    return diagnose_evidence(evidence, skipped=skipped, notes=notes, command="report")

@@ -1,0 +1,125 @@
+"""`diagnose scaling PATH...`: step logs, profiler traces and run records in, a report with ``scaling`` out.
+
+A run record is a JSON or YAML mapping (or a list of them) with some of
+``world_size, local_batch, accumulation, precision, step_time, data_time, comm_time,
+compute_time, epoch_time, steps_per_epoch, lr, num_workers, cpu_cores, threads``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from diagnose.analyzers.scaling import analyze_scaling
+from diagnose.engine import diagnose_evidence
+from diagnose.evidence import Provenance, ScalingFact, StepMetric
+from diagnose.output.report import Report, Skipped
+from diagnose.probes.files import walk
+from diagnose.probes.steptime.probe import parse_step_lines
+from diagnose.probes.steptime.profiler_trace import load_trace, parse_profiler_trace
+
+__all__ = ["run_scaling", "collect_scaling_evidence", "read_run_records"]
+
+MAX_TEXT = 512 << 20
+_ALIASES = {
+    "world_size": ("world_size", "n_gpus", "num_gpus", "gpus", "nproc"),
+    "local_batch": ("local_batch", "batch_size", "per_device_batch", "per_device_train_batch_size", "micro_batch"),
+    "accumulation": ("accumulation", "grad_accum", "gradient_accumulation_steps", "accumulation_steps"),
+    "step_time": ("step_time", "step_time_s"), "data_time": ("data_time",), "comm_time": ("comm_time",),
+    "compute_time": ("compute_time",), "sync_time": ("sync_time",), "epoch_time": ("epoch_time",),
+    "steps_per_epoch": ("steps_per_epoch",), "lr": ("lr", "learning_rate"), "throughput": ("throughput",),
+}
+_RECORD_KEYS = {k for names in _ALIASES.values() for k in names} | {"precision", "step_time_ms"}
+
+
+def run_scaling(paths: list[Path], symptom: str | None = None) -> Report:
+    """Read every path, analyze the step times and batch contract, and return the report."""
+    evidence, skipped, records = collect_scaling_evidence(paths)
+    notes = [] if evidence else ["no step times, profiler traces or run records found"]
+    report = diagnose_evidence(evidence, symptom=symptom, skipped=skipped, notes=notes, command="scaling")
+    report.scaling = {**(report.scaling or analyze_scaling(evidence).summary), "records": records}
+    return report
+
+
+def collect_scaling_evidence(paths: list[Path]) -> tuple[list[Any], list[Skipped], list[dict[str, Any]]]:
+    """StepMetrics (and facts from run records) of every file under ``paths``, what was skipped, the records."""
+    files, skips = walk([Path(p) for p in paths])
+    skipped = [Skipped(source=s.source, reason=s.reason) for s in skips]
+    evidence: list[Any] = []
+    records: list[dict[str, Any]] = []
+    for path in files:
+        try:
+            found = _read_one(path, records)
+        except (OSError, ValueError) as exc:
+            skipped.append(Skipped(source=str(path), reason=str(exc)[:200]))
+            continue
+        if found is None:
+            skipped.append(Skipped(source=str(path), reason="no step times, trace or run record"))
+        else:
+            evidence.extend(found)
+    return evidence, skipped, records
+
+
+def _read_one(path: Path, records: list[dict[str, Any]]) -> list[Any] | None:
+    name = path.name.lower()
+    if name.endswith((".json", ".json.gz")):
+        try:
+            load_trace(path)
+        except ValueError:
+            pass
+        else:
+            return parse_profiler_trace(path) or None
+    if name.endswith((".json", ".yaml", ".yml")):
+        recs = read_run_records(path)
+        if recs:
+            records.extend(r for r, _ in recs)
+            return [e for _, evs in recs for e in evs]
+    if path.stat().st_size > MAX_TEXT:
+        raise ValueError("text file too large")
+    with path.open("rb") as fh:
+        if b"\0" in fh.read(8192):
+            raise ValueError("binary file")
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        found = parse_step_lines(((i, line.rstrip("\n")) for i, line in enumerate(fh, 1)), str(path))
+    return found or None
+
+
+def read_run_records(path: Path) -> list[tuple[dict[str, Any], list[Any]]]:
+    """Run records in a JSON/YAML file, each with its StepMetric (and CPU-threads fact)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"not a run record: {exc}") from None
+    items = data.get("runs", [data]) if isinstance(data, dict) else data if isinstance(data, list) else []
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and _RECORD_KEYS & set(item):
+            out.append((item, _record_evidence(item, path, i)))
+    return out
+
+
+def _record_evidence(item: dict[str, Any], path: Path, index: int) -> list[Any]:
+    fields: dict[str, Any] = {}
+    for field, names in _ALIASES.items():
+        val = next((item[n] for n in names if isinstance(item.get(n), (int, float))), None)
+        if val is not None:
+            fields[field] = int(val) if field in ("world_size", "local_batch", "accumulation", "steps_per_epoch") else float(val)
+    if isinstance(item.get("step_time_ms"), (int, float)):
+        fields.setdefault("step_time", item["step_time_ms"] / 1e3)
+    run = str(item.get("run") or item.get("name") or f"{path.name}#{index + 1}")
+    prov = Provenance(probe="run_record", source=str(path), line=index + 1)
+    text = ", ".join(f"{k}={v}" for k, v in item.items() if not isinstance(v, (dict, list)))[:500]
+    out: list[Any] = [StepMetric(run=run, provenance=prov, text=text, **fields)]
+    cores, workers = item.get("cpu_cores"), item.get("num_workers")
+    threads = item.get("threads") or item.get("omp_num_threads")
+    if isinstance(cores, int) and cores > 0 and isinstance(threads, int):
+        procs = item.get("procs_per_node") or fields.get("world_size") or 1
+        per_core = procs * (1 + (workers or 0)) * threads / cores
+        out.append(ScalingFact(name="cpu_threads_per_core", value=round(per_core, 2), run=run,
+                               world_size=fields.get("world_size"), provenance=prov,
+                               text=f"{procs} ranks x (1 + {workers or 0} workers) x {threads} threads on {cores} cores"))
+    return out

@@ -1,0 +1,280 @@
+"""Predicates over log lines, exits and collective states (post-mortem evidence)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from diagnose.context import Context
+from diagnose.predicates.base import Binding, parse_rank_list, predicate, ranks_of
+from diagnose.ranks import SIGNAL_NAMES, format_ranks
+
+
+@predicate(binds=("signature", "frames", "message", "seq", "op"), kinds=("log_line",))
+def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | None = None,
+                  frames_any: Sequence[str] = (), min_count: int = 1) -> Binding | None:
+    """Log lines matched one of the named signatures (optionally with field values and traceback frames)."""
+    hits = []
+    for name in names:
+        for line in ctx.lines(name):
+            if where and any(str(line.fields.get(k)) not in _as_strs(v) for k, v in where.items()):
+                continue
+            if frames_any and not _frames_match(line.fields.get("frames", ""), frames_any):
+                continue
+            hits.append(line)
+    if len(hits) < min_count:
+        return None
+    hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
+    first = hits[0]
+    fields = {**first.fields, "signature": first.signature, "count": len(hits)}
+    return Binding(ranks_of(hits), tuple(hits[:50]), fields)
+
+
+def _as_strs(value: Any) -> set[str]:
+    return {str(v) for v in value} if isinstance(value, list) else {str(value)}
+
+
+def _frames_match(frames: Any, wanted: Sequence[str]) -> bool:
+    names = {f.lower() for f in str(frames).split(",")}
+    return any(w.lower() in names or any(w.lower() in n for n in names) for w in wanted)
+
+
+@predicate(binds=("exitcode", "signal"), kinds=("rank_exit",))
+def rank_exited(ctx: Context, signals: Sequence[str] = (), exitcodes: Sequence[int] = (),
+                without_error_file: bool = False, exclude_signals: Sequence[str] = (),
+                unless_reported: Sequence[str] = (), only_reported: Sequence[str] = ()) -> Binding | None:
+    """Ranks ended with one of the signals or exit codes (any non-zero when neither is given).
+
+    ``unless_reported`` drops ranks that logged one of those signatures themselves (e.g. a rank
+    whose own watchdog timed out and then aborted is a victim, not a culprit); ``only_reported``
+    keeps only ranks that logged one of those (e.g. a checkpoint save). A line of ``only_reported``
+    that names no rank counts for the one candidate rank when there is exactly one."""
+    reporters = {e.rank for name in unless_reported for e in ctx.lines(name) if e.rank is not None}
+    found = [ex for ex in ctx.of("rank_exit") if ex.rank not in reporters
+             and _exit_matches(ex, signals, exitcodes, exclude_signals, without_error_file)]
+    cited: list[Any] = []
+    if only_reported:
+        lines = [e for name in only_reported for e in ctx.lines(name)]
+        doing = {e.rank for e in lines if e.rank is not None}
+        if len(found) == 1 and any(e.rank is None for e in lines):
+            doing.add(found[0].rank)
+        found = [ex for ex in found if ex.rank in doing]
+        cited = [e for e in lines if e.rank in doing or e.rank is None][:5]
+    if not found:
+        return None
+    first = found[0]
+    sig = first.signal or SIGNAL_NAMES.get(-(first.exitcode or 0), "")
+    return Binding(ranks_of(found), (*found, *cited), {"exitcode": first.exitcode, "signal": sig or "no signal"})
+
+
+def _exit_matches(ex: Any, signals: Sequence[str], exitcodes: Sequence[int], exclude_signals: Sequence[str],
+                  without_error_file: bool) -> bool:
+    sig = ex.signal or SIGNAL_NAMES.get(-(ex.exitcode or 0))
+    if exclude_signals and sig in exclude_signals:
+        return False
+    if signals or exitcodes:
+        if sig not in signals and ex.exitcode not in exitcodes:
+            return False
+    elif not ex.exitcode and not ex.signal:
+        return False
+    return not (without_error_file and ex.error_file)
+
+
+@predicate(binds=("op", "seq", "numel", "victims"), kinds=("collective_state",))
+def collective_timed_out(ctx: Context, ops: Sequence[str] = (), max_numel: int | None = None,
+                         min_numel: int | None = None) -> Binding | None:
+    """A collective timed out on some rank (watchdog / gloo), optionally of given ops or sizes."""
+    hits = [c for c in ctx.of("collective_state") if c.state == "timed_out"
+            and (not ops or (c.op or "").lower() in ops)]
+    if max_numel is not None:
+        hits = [c for c in hits if _numel(c) is not None and _numel(c) <= max_numel]
+    if min_numel is not None:
+        hits = [c for c in hits if _numel(c) is not None and _numel(c) >= min_numel]
+    if not hits:
+        return None
+    first = hits[0]
+    return Binding(ranks_of(hits), tuple(hits[:50]), {
+        "op": first.op or "a collective", "seq": first.seq if first.seq is not None else "?",
+        "numel": first.shape or "?", "victims": format_ranks(ranks_of(hits)), "count": len(hits)})
+
+
+def _numel(state: Any) -> int | None:
+    """Element count of a collective's tensor, when its shape says (``"16"`` or ``"[4, 4]"``)."""
+    digits = [int(d) for d in re.findall(r"\d+", state.shape or "")]
+    if not digits:
+        return None
+    total = 1
+    for d in digits:
+        total *= d
+    return total
+
+
+@predicate(binds=("seq", "behind"), kinds=("collective_state",))
+def rank_behind_in_sequence(ctx: Context) -> Binding | None:
+    """Ranks whose last enqueued collective in a process group is behind the other members' (they never launched it)."""
+    groups: dict[str, list[Any]] = {}
+    for c in ctx.of("collective_state"):
+        if c.last_enqueued is not None and c.rank is not None:
+            groups.setdefault(c.process_group, []).append(c)
+    behind: list[Any] = []
+    top = None
+    for states in groups.values():
+        if len({c.rank for c in states}) < 2:
+            continue
+        high = max(c.last_enqueued for c in states)
+        lagging = [c for c in states if c.last_enqueued < high]
+        if lagging and len(lagging) < len(states):
+            behind += lagging
+            top = high if top is None else max(top, high)
+    if not behind:
+        return None
+    return Binding(ranks_of(behind), tuple(behind), {"seq": top, "behind": format_ranks(ranks_of(behind))})
+
+
+@predicate(binds=("seq", "ops"), kinds=("collective_state",))
+def ops_differ_at_same_seq(ctx: Context) -> Binding | None:
+    """Ranks of one group stand at the same sequence number in different collectives; the minority is the culprit."""
+    at: dict[tuple[str, int], dict[str, list[Any]]] = {}
+    for c in ctx.of("collective_state"):
+        if c.seq is not None and c.op and c.state != "completed" and c.rank is not None:
+            at.setdefault((c.process_group, c.seq), {}).setdefault(c.op, []).append(c)
+    for (_pg, seq), by_op in sorted(at.items(), key=lambda kv: kv[0][1]):
+        if len(by_op) < 2:
+            continue
+        minority = min(by_op.values(), key=len)
+        ops = " vs ".join(f"{op} on ranks {format_ranks(ranks_of(v))}" for op, v in by_op.items())
+        cited = [c for v in by_op.values() for c in v[:3]]
+        return Binding(ranks_of(minority), tuple(cited), {"seq": seq, "ops": ops})
+    return None
+
+
+@predicate(binds=("seq",), kinds=("collective_state",))
+def victims_ran_ahead(ctx: Context, min_gap: int = 1) -> Binding | None:
+    """Timed-out ranks had already enqueued later work: they were waiting on a peer, not stuck alone."""
+    ahead = [c for c in ctx.of("collective_state")
+             if c.seq is not None and c.last_enqueued is not None and c.last_enqueued - c.seq >= min_gap]
+    if not ahead:
+        return None
+    return Binding(ranks_of(ahead), tuple(ahead[:20]), {"seq": ahead[0].seq})
+
+
+@predicate(binds=("signature",), kinds=("log_line",))
+def culprits_named(ctx: Context, names: Sequence[str]) -> Binding | None:
+    """Lines of the named signatures name culprit ranks in a ``culprits`` field."""
+    ranks: set[int] = set()
+    hits = []
+    for name in names:
+        for line in ctx.lines(name):
+            found = parse_rank_list(line.fields.get("culprits", ""))
+            if found:
+                ranks |= found
+                hits.append(line)
+    if not ranks:
+        return None
+    return Binding(frozenset(ranks), tuple(hits[:20]), {"signature": hits[0].signature})
+
+
+@predicate(binds=("pair",), kinds=("log_line",))
+def mismatch_pair(ctx: Context) -> Binding | None:
+    """A DETAIL fingerprint mismatch: the reporting rank's peer is the odd one out."""
+    hits = ctx.lines("collective_fingerprint_mismatch")
+    if not hits:
+        return None
+    counts: dict[int, int] = {}
+    for h in hits:
+        for key in ("rank_a", "rank_b"):
+            if isinstance(h.fields.get(key), int):
+                counts[h.fields[key]] = counts.get(h.fields[key], 0) + 1
+    reporters = ranks_of(hits)
+    others = {r for r in counts if r not in reporters} or set(counts)
+    culprit = min(others) if len(others) == 1 or not counts else min(others, key=lambda r: -counts[r])
+    f = hits[0].fields
+    pair = f"{f.get('op', '?')} on rank {f.get('rank_a', '?')} vs {f.get('op_b', '?')} on rank {f.get('rank_b', '?')}"
+    return Binding(frozenset({culprit}), tuple(hits[:10]), {"pair": pair, "seq": f.get("seq")})
+
+
+@predicate(binds=("symptom",), kinds=("reported_symptom",))
+def reported_symptom(ctx: Context, symptoms: Sequence[str]) -> Binding | None:
+    """The user said they saw one of these symptoms (--symptom)."""
+    hits = [s for s in ctx.of("reported_symptom") if s.symptom in symptoms]
+    if not hits:
+        return None
+    return Binding(frozenset(), tuple(hits), {"symptom": hits[0].symptom})
+
+
+@predicate(binds=("expected", "seen", "missing"), kinds=("log_line", "rank_status"))
+def ranks_never_arrived(ctx: Context) -> Binding | None:
+    """Fewer ranks showed up than the world size says (banners, store client counts, rank status)."""
+    expected, seen, cited = ctx.world_size_hint(), set(ctx.ranks_seen()), []
+    for line in [*ctx.lines("store_clients_missing"), *ctx.lines("store_based_barrier_waiting")]:
+        if int(line.fields.get("joined", 0)) < int(line.fields.get("expected", 0)):
+            expected = max(expected or 0, int(line.fields["expected"]))
+            cited.append(line)
+    quiet = {"missing"} if ctx.group_initialized() else {"missing", "no_evidence"}
+    missing = {s.rank for s in ctx.of("rank_status") if s.status in quiet and s.rank is not None}
+    cited += [s for s in ctx.of("rank_status") if s.rank in missing]
+    if expected and seen:
+        missing |= set(range(expected)) - seen
+    if not missing and not cited:
+        return None
+    cited += ctx.lines("ddp_member_banner")[:8]
+    return Binding(frozenset(missing), tuple(cited), {
+        "expected": expected or "?", "seen": format_ranks(seen), "missing": format_ranks(missing) if missing else "?"})
+
+
+@predicate(binds=("nproc", "devices"), kinds=("log_line",))
+def more_processes_than_devices(ctx: Context) -> Binding | None:
+    """The launcher starts more processes per node than GPUs are visible."""
+    nproc = ctx.lines("launch_nproc_per_node")
+    visible = ctx.lines("cuda_visible_devices_setting")
+    if not nproc or not visible:
+        return None
+    n = int(nproc[0].fields.get("nproc", 0))
+    devices = str(visible[0].fields.get("devices", ""))
+    count = len([d for d in devices.split(",") if d])
+    if n <= count:
+        return None
+    return Binding(frozenset(range(count, n)), (nproc[0], visible[0]), {"nproc": n, "devices": count})
+
+
+@predicate(binds=("values",), kinds=("log_line",))
+def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any] | None = None) -> Binding | None:
+    """A field of one signature takes different values across ranks or files (e.g. versions), among the
+    lines whose other fields equal ``where`` (e.g. only MASTER_PORT assignments)."""
+    lines = [line for line in ctx.lines(signature)
+             if not where or all(str(line.fields.get(k)) in _as_strs(v) for k, v in where.items())]
+    values = {str(line.fields.get(field)) for line in lines if line.fields.get(field) is not None}
+    if len(values) < 2:
+        return None
+    return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
+
+
+@predicate(binds=("exc_type", "message"), kinds=("log_line",))
+def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
+                         uncaught_only: bool = False, only_unexplained: bool = False) -> Binding | None:
+    """Ranks that raised an exception of their own (not one that only reports a peer's failure).
+
+    Reads traceback lines from logs and the exceptions the in-process hook recorded. With
+    ``only_unexplained``, an exception line that another signature also matched (an OOM, a
+    collective mismatch, ...) is left to the rules of that signature."""
+    ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
+               if e.provenance.line is not None}
+    hooked = [e for e in ctx.lines("hook_exception") if e.fields.get("uncaught") or not uncaught_only]
+    hits = [e for e in [*ctx.lines("python_exception"), *hooked]
+            if e.rank is not None and (e.provenance.source, e.provenance.line) not in ignored
+            and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types
+            and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS)]
+    if not hits:
+        return None
+    first = hits[0]
+    return Binding(ranks_of(hits), tuple(hits[:10]),
+                   {"exc_type": _exc_type(first) or "?", "message": str(first.fields.get("message", ""))[:160]})
+
+
+_EXCEPTIONS = {"python_exception", "hook_exception"}
+
+
+def _exc_type(line: Any) -> str:
+    return str(line.fields.get("exc_type") or line.fields.get("type") or "")
+

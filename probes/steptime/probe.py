@@ -1,0 +1,199 @@
+"""Step-time, throughput, loss and learning-rate lines of training logs, as StepMetric evidence.
+
+The patterns are data (``rules/signatures/steptime.yaml``): every signature that
+hits a line contributes its named groups, and the merged fields become one
+StepMetric. Summary tables (``| data_time per batch | 0.002 s | 0.217 s |``) give
+one metric per column, labelled by the table's header row. Never raises on input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from diagnose.evidence import Provenance, StepMetric
+from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
+
+try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback
+    import hyperscan  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - exercised where the wheel is missing
+    hyperscan = None
+
+__all__ = ["parse_step_lines"]
+
+MAX_LINE = 4096
+TIME_FIELDS = ("step_time", "data_time", "comm_time", "compute_time", "epoch_time", "sync_time")
+INT_FIELDS = ("step", "epoch", "world_size", "local_batch", "accumulation", "steps_per_epoch", "rank")
+FLOAT_FIELDS = ("throughput", "loss", "lr")
+UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+_NUM = re.compile(r"~?\s*([-+]?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?)\s*(us|ms|sec|s|min|h)?\b")
+_RULE = re.compile(r"^:?-{2,}:?$")
+
+
+def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[StepMetric]:
+    """StepMetrics from ``(line number, text)`` pairs of one source; unrecognised lines are ignored."""
+    spec = steptime_spec()
+    file_ws, file_ddp = label_world(Path(source).name, spec)
+    header: list[str] | None = None
+    labels: dict[str, int] = {}
+    last_label: str | None = None
+    out: list[StepMetric] = []
+    for line_no, raw in lines:
+        text = raw[:MAX_LINE] if isinstance(raw, str) else str(raw)[:MAX_LINE]
+        stripped = text.strip()
+        if stripped.startswith("|"):
+            header = _table(stripped, header, line_no, source, spec, out)
+            continue
+        hit = _detect(text, spec)
+        if not hit:
+            continue
+        fields = _fields(text, spec, hit)
+        if fields:
+            if file_ws is not None:
+                fields.setdefault("world_size", file_ws)
+            if file_ddp is not None and "world_size" not in fields:
+                fields.setdefault("distributed", file_ddp)
+            if "run" in fields:  # a label seen again after others starts another set of runs
+                label = fields["run"]
+                if label != last_label:
+                    labels[label] = labels.get(label, 0) + 1
+                last_label = label
+                fields["run"] = label if labels[label] == 1 else f"{label} #{labels[label]}"
+            fields.setdefault("run", source)
+            metric = _metric(fields, source, line_no, stripped)
+            if metric is not None:
+                out.append(metric)
+    return out
+
+
+def _detect(text: str, spec: StepSpec) -> list[int]:
+    """Indexes of the signatures whose ``detect`` hits the line (one Hyperscan pass when available)."""
+    db = _hs_db(spec)
+    if db is None:
+        if not spec.gate.search(text):
+            return []
+        return [i for i, sig in enumerate(spec.signatures) if sig.detector.search(text)]
+    hits: list[int] = []
+    db.scan(text.encode("utf-8", "replace"), match_event_handler=lambda i, *_: hits.append(i))
+    return sorted(hits)
+
+
+_DBS: dict[int, Any] = {}
+
+
+def _hs_db(spec: StepSpec) -> Any:
+    if hyperscan is None:
+        return None
+    if id(spec) not in _DBS:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        flags = [hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0)
+                 for s in spec.signatures]
+        db.compile(expressions=[s.detect.encode() for s in spec.signatures],
+                   ids=list(range(len(spec.signatures))), elements=len(spec.signatures), flags=flags)
+        _DBS[id(spec)] = db
+    return _DBS[id(spec)]
+
+
+def _fields(text: str, spec: StepSpec, hit: list[int]) -> dict[str, Any]:
+    raw: dict[str, str] = {}
+    for i in hit:
+        sig = spec.signatures[i]
+        m = sig.extractor.search(text)
+        if m is None:
+            continue
+        for key, val in m.groupdict().items():
+            if val is not None and key not in raw:
+                raw[key] = val
+    if not raw:
+        return {}
+    pm = spec.labels["rank_prefix"].search(text)
+    if pm and "rank" not in raw:
+        raw["rank"] = pm.group("n")
+    return _convert(raw, spec)
+
+
+def _num(val: str) -> float:
+    return float(val.replace(",", ""))
+
+
+def _convert(raw: dict[str, str], spec: StepSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        for key in INT_FIELDS:
+            if key in raw:
+                out[key] = int(_num(raw[key]))
+        if "rank_prefix" in raw and "rank" not in out:
+            out["rank"] = int(raw["rank_prefix"])
+        for key in FLOAT_FIELDS:
+            if key in raw:
+                out[key] = _num(raw[key])
+        for key in TIME_FIELDS:
+            if key in raw:
+                val = _num(raw[key]) * UNITS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
+                out[key] = val + _num(raw.get(f"{key}_min") or "0") * 60.0
+        rate = raw.get("step_rate") or raw.get("hf_rate")
+        if rate and _num(rate) > 0:
+            out.setdefault("step_time", 1.0 / _num(rate))
+            if raw.get("step_rate"):
+                out.setdefault("throughput", _num(rate))
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return {}
+    if raw.get("single"):
+        out["world_size"] = 1
+    if raw.get("ddp"):
+        out["distributed"] = True
+    if raw.get("batch"):
+        out["batch"] = raw["batch"][:500]
+    if raw.get("run_label"):
+        label = raw["run_label"].strip()
+        out["run"] = label
+        ws, ddp = label_world(label, spec)
+        if ws is not None:
+            out.setdefault("world_size", ws)
+        if ddp is not None:
+            out.setdefault("distributed", ddp)
+    return out
+
+
+def _metric(fields: dict[str, Any], source: str, line_no: int, text: str) -> StepMetric | None:
+    keys = set(fields) - {"run", "step", "epoch", "steps_per_epoch", "rank", "distributed"}
+    if not keys and "steps_per_epoch" not in fields:
+        return None
+    if fields.get("run") and fields["run"] != source:
+        fields["run"] = f"{source}:{fields['run']}"
+    try:
+        return StepMetric(provenance=Provenance(probe="steptime", source=source, line=line_no),
+                          text=text[:500], **fields)
+    except ValueError:
+        return None
+
+
+def _table(line: str, header: list[str] | None, line_no: int, source: str,
+           spec: StepSpec, out: list[StepMetric]) -> list[str] | None:
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    if not cells or all(_RULE.match(c) for c in cells if c):
+        return header
+    field = next((f for f, rx in spec.tables.items() if rx.search(cells[0])), None)
+    if field is None:
+        return cells if not any(_NUM.fullmatch(c) for c in cells[1:]) else header
+    for i, cell in enumerate(cells[1:], start=1):
+        m = _NUM.fullmatch(cell)
+        if not m:
+            continue
+        try:
+            val = _num(m.group(1)) * UNITS[m.group(2) or "s"]
+        except (ValueError, OverflowError):
+            continue
+        label = header[i] if header and i < len(header) else f"column {i}"
+        fields: dict[str, Any] = {field: val, "run": label}
+        ws, ddp = label_world(label, spec)
+        if ws is not None:
+            fields["world_size"] = ws
+        if ddp is not None:
+            fields["distributed"] = ddp
+        metric = _metric(fields, source, line_no, line)
+        if metric is not None:
+            out.append(metric)
+    return header
