@@ -188,10 +188,11 @@ def mismatch_pair(ctx: Context) -> Binding | None:
                 counts[h.fields[key]] = counts.get(h.fields[key], 0) + 1
     reporters = ranks_of(hits)
     others = {r for r in counts if r not in reporters} or set(counts)
-    culprit = min(others) if len(others) == 1 or not counts else min(others, key=lambda r: -counts[r])
+    # A mismatch line that names no peer (only "Rank N is running inconsistent collective") names no culprit.
+    culprits = frozenset({min(others, key=lambda r: (-counts[r], r))}) if others else frozenset()
     f = hits[0].fields
     pair = f"{f.get('op', '?')} on rank {f.get('rank_a', '?')} vs {f.get('op_b', '?')} on rank {f.get('rank_b', '?')}"
-    return Binding(frozenset({culprit}), tuple(hits[:10]), {"pair": pair, "seq": f.get("seq")})
+    return Binding(culprits, tuple(hits[:10]), {"pair": pair, "seq": f.get("seq")})
 
 
 @predicate(binds=("symptom",), kinds=("reported_symptom",))
