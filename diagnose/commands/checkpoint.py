@@ -30,6 +30,11 @@ def checkpoint_section(info: CheckpointInfo) -> dict[str, Any]:
     }
 
 
+def _is_sharded(info: CheckpointInfo) -> bool:
+    """Whether the checkpoint is known to hold per-rank shards (DCP, ShardedTensor/DTensor, per-rank files)."""
+    return bool(info.sharded or info.world_size)
+
+
 def _mismatch_issues(diff: dict[str, Any], world_sizes: tuple[int | None, int | None] = (None, None)) -> list[str]:
     issues = []
     if diff["only_in_first_count"] or diff["only_in_second_count"]:
@@ -127,7 +132,7 @@ def run_checkpoint(paths: Sequence[Path], model: str | None = None) -> Report:
     notes = _notes(infos)
     diff, extra = None, None
     if len(infos) == 2:
-        diff = compare(infos[0].tensors, infos[1].tensors)
+        diff = compare(infos[0].tensors, infos[1].tensors, sharded=(_is_sharded(infos[0]), _is_sharded(infos[1])))
         issues = _mismatch_issues(diff, (infos[0].world_size, infos[1].world_size))
         extra = _comparison_evidence(infos[1], infos[0].path, diff, issues)
     elif model is not None:

@@ -27,9 +27,11 @@ def checkpoint_lacks(ctx: Context, states: Sequence[str]) -> Binding | None:
     hits = [(c, lacked) for c, lacked in hits if lacked]
     if not hits:
         return None
+    # Name the checkpoint that lacks the most important state (states are listed most important first),
+    # with what that one lacks: when two are compared, the message must blame the right file.
+    hits.sort(key=lambda hit: tuple(s not in hit[1] for s in states))
     first, lacked = hits[0]
-    missing = ", ".join(dict.fromkeys(s for _, ls in hits for s in ls))
-    return Binding(frozenset(), tuple(c for c, _ in hits), _fields(first, states=missing, count=len(hits)))
+    return Binding(frozenset(), tuple(c for c, _ in hits), _fields(first, states=", ".join(lacked), count=len(hits)))
 
 
 @predicate(binds=_BINDS, kinds=("checkpoint_content",))

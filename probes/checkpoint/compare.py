@@ -3,8 +3,9 @@
 DDP and DataParallel add `module.`, torch.compile adds `_orig_mod.`, FSDP and
 activation checkpointing add `_fsdp_wrapped_module.` / `_checkpoint_wrapped_module.`
 inside keys. Keys are compared after removing those, and the report says which
-side carried which wrapper. A dimension that is a whole multiple of the other's
-is a sharded tensor beside a full one.
+side carried which wrapper. A dimension that is a whole multiple of the other's is a
+sharded tensor beside a full one only when one side is known to be sharded (its format or
+files say so); otherwise the two models were built with different sizes.
 """
 
 from __future__ import annotations
@@ -62,10 +63,12 @@ def _shard_note(sa: tuple[int, ...], sb: tuple[int, ...]) -> str | None:
 
 
 def compare(first: dict[str, TensorMeta], second: dict[str, TensorMeta],
-            labels: tuple[str, str] = ("first", "second")) -> dict[str, Any]:
+            labels: tuple[str, str] = ("first", "second"),
+            sharded: tuple[bool, bool] = (False, False)) -> dict[str, Any]:
     """Key, shape and dtype mismatches between two model states, with their likely explanation.
 
-    `labels` name the two sides in the explanation (e.g. "the checkpoint", "the model").
+    `labels` name the two sides in the explanation (e.g. "the checkpoint", "the model");
+    `sharded` says which side is known to hold per-rank shards.
     """
     a, wa = _normalise(first)
     b, wb = _normalise(second)
@@ -80,6 +83,7 @@ def compare(first: dict[str, TensorMeta], second: dict[str, TensorMeta],
             x.update(stripped)
     only_a = sorted(set(a) - set(b))
     only_b = sorted(set(b) - set(a))
+    sharded_sides = sharded
     shapes, dtypes, sharded = [], [], []
     for key in sorted(set(a) & set(b)):
         ta, tb = a[key], b[key]
@@ -90,9 +94,15 @@ def compare(first: dict[str, TensorMeta], second: dict[str, TensorMeta],
                 sharded.append(key)
         if ta.dtype and tb.dtype and ta.dtype != tb.dtype:
             dtypes.append({"key": key, "first": ta.dtype, "second": tb.dtype})
-    if sharded:
+    if sharded and any(sharded_sides):
+        side = labels[0] if sharded_sides[0] else labels[1]
         explain.append(f"{len(sharded)} tensor(s) differ by a whole factor in one dimension: "
-                       "one side is sharded (per-rank), the other full")
+                       f"{side} is sharded (per-rank), the other full")
+    elif shapes:
+        explain.append(f"{len(shapes)} tensor(s) differ in shape under the same names: the two models were "
+                       "built with a different configuration (hidden size, vocabulary, heads or layers)"
+                       + ("; if one file was written by a single rank of a tensor-parallel run, it holds "
+                          "that rank's shard" if sharded else ""))
     return {
         "keys_first": len(first), "keys_second": len(second),
         "only_in_first": only_a[:EXAMPLES], "only_in_first_count": len(only_a),

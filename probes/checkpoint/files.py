@@ -7,6 +7,7 @@ read, never the tensor records, so a 10 GB file costs milliseconds.
 from __future__ import annotations
 
 import json
+import pickletools
 import struct
 import zipfile
 from collections.abc import Callable
@@ -58,15 +59,23 @@ def read_file(path: Path, limits: Limits = DEFAULT_LIMITS) -> FileContent:
             _read_zip(path, out, limits)
         elif _looks_like_safetensors(head):
             _read_safetensors(path, out)
-        elif head[:1] == b"\x80" or head[:1] in b"(]}":
-            _read_pickle_file(path, out, limits)
+        elif head[:1] in _PICKLE_FIRST_OPCODES:
+            _read_pickle_file(path, out, limits, strong=head[:1] in _CLEAR_PICKLE_START)
         else:
             out.error = "not a torch.save, pickle or safetensors file"
     except PickleInspectError as exc:
         out.error = str(exc)
+        # torch.load has already imported and called what the stream named before the failure.
+        out.suspicious = tuple(dict.fromkeys((*out.suspicious, *exc.suspicious)))
+        out.dangerous = tuple(dict.fromkeys((*out.dangerous, *exc.dangerous)))
     except (OSError, zipfile.BadZipFile, ValueError, struct.error) as exc:
         out.error = f"{type(exc).__name__}: {exc}"
     return out
+
+
+# Every opcode a pickle stream can start with (protocol 0 and 1 have no PROTO header).
+_PICKLE_FIRST_OPCODES = frozenset(bytes([op.code.encode("latin-1")[0]]) for op in pickletools.opcodes)
+_CLEAR_PICKLE_START = frozenset({b"\x80", b"(", b"]", b"}"})
 
 
 def _set_skeleton(out: FileContent, skel: Any, audit: Callable[[], bool] | None = None) -> None:
@@ -90,22 +99,36 @@ def _read_zip(path: Path, out: FileContent, limits: Limits) -> None:
         out.error = "truncated or corrupt zip (the save was probably interrupted)"
         return
     with zf:
-        infos = {i.filename: i for i in zf.infolist()}
-        pkls = sorted(n for n in infos if n.endswith("data.pkl") and n.count("/") == 1)
+        members = zf.infolist()
+        infos = {i.filename: i for i in members}
+        pkls = [i for i in members if i.filename.endswith(".pkl") and i.filename.count("/") == 1]
         if not pkls:
             out.kind = "zip"
             out.error = "zip without a torch data.pkl"
             return
         out.kind = "torch.save"
-        prefix = pkls[0][: -len("data.pkl")]
-        if infos[pkls[0]].file_size > limits.max_bytes:
-            raise PickleInspectError(f"data.pkl of {infos[pkls[0]].file_size} bytes exceeds the limit")
-        with zf.open(pkls[0]) as fh:
-            data = fh.read(limits.max_bytes + 1)
-        skel = inspect_pickle(data, limits)
-        _set_skeleton(out, skel, lambda: getattr_is_harmless(data, limits))
-        for ref in skel.storages:
-            _check_record(ref, infos, prefix, out)
+        names = [i.filename for i in members]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            out.problems.append(f"ambiguous archive: member(s) stored more than once ({', '.join(twice[:5])}); "
+                                "every copy was inspected, and readers disagree on which one they load")
+        # torch reads <archive>/data.pkl (and may read other .pkl records): inspect every copy of each.
+        main = next((i for i in pkls if i.filename.endswith("/data.pkl")), pkls[0])
+        for info in sorted(pkls, key=lambda i: i is not main):
+            if info.file_size > limits.max_bytes:
+                raise PickleInspectError(f"{info.filename} of {info.file_size} bytes exceeds the limit")
+            with zf.open(info) as fh:
+                data = fh.read(limits.max_bytes + 1)
+            skel = inspect_pickle(data, limits)
+            if info is main:
+                _set_skeleton(out, skel, lambda data=data: getattr_is_harmless(data, limits))
+                prefix = main.filename[: -len(main.filename.rpartition("/")[2])]
+                for ref in skel.storages:
+                    _check_record(ref, infos, prefix, out)
+            else:
+                root = out.root
+                _set_skeleton(out, skel, lambda data=data: getattr_is_harmless(data, limits))
+                out.root = root
 
 
 def _check_record(ref: StorageRef, infos: dict[str, zipfile.ZipInfo], prefix: str, out: FileContent) -> None:
@@ -125,14 +148,24 @@ def _check_record(ref: StorageRef, infos: dict[str, zipfile.ZipInfo], prefix: st
                             f"{parts[4] * itemsize} expected (truncated)")
 
 
-def _read_pickle_file(path: Path, out: FileContent, limits: Limits) -> None:
-    """A raw pickle, or torch's legacy format: magic, protocol, sys info, then the object."""
+def _read_pickle_file(path: Path, out: FileContent, limits: Limits, strong: bool = True) -> None:
+    """A raw pickle (any protocol), or torch's legacy format: magic, protocol, sys info, then the object.
+
+    A protocol 0/1 stream can start with almost any opcode (``cos\nsystem\n`` is GLOBAL):
+    torch.load unpickles it all the same, so any file whose first byte is an opcode is read
+    as a pickle; one that fails to read without naming anything is "not a checkpoint"."""
     with open(path, "rb") as fh:
 
         def audit_from(start: int) -> Callable[[], bool]:
             return lambda: fh.seek(start) == start and getattr_is_harmless(fh, limits)
 
-        first = inspect_stream(fh, limits)
+        try:
+            first = inspect_stream(fh, limits)
+        except PickleInspectError as exc:
+            if not strong and not exc.suspicious:
+                out.error = "not a torch.save, pickle or safetensors file"
+                return
+            raise
         if first.root != LEGACY_MAGIC:
             out.kind = "pickle"
             _set_skeleton(out, first, audit_from(0))

@@ -24,7 +24,13 @@ from diagnose.probes.checkpoint.pickle_tree import to_skeleton
 
 
 class PickleInspectError(DiagnoseError):
-    """The stream is not a pickle we can read safely (corrupt, truncated, or over a limit)."""
+    """The stream is not a pickle we can read safely (corrupt, truncated, or over a limit).
+
+    `suspicious` and `dangerous` hold what the stream named before the failure: torch.load would
+    already have imported and called those."""
+
+    suspicious: tuple[str, ...] = ()
+    dangerous: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ class _InertUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         self.limits = limits
         self.globals: dict[str, GlobalRef] = {}
         self.storages: list[StorageRef] = []
+        self.patched: list[str] = []
         self.ops = 0
 
     def find_class(self, module: str, name: str) -> GlobalRef:  # noqa: D102
@@ -143,6 +150,10 @@ class _InertUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     def load_build(self) -> None:
         state = self.stack.pop()
         inst = self.stack[-1]
+        if isinstance(inst, GlobalRef):
+            # BUILD on a global sets attributes of a module or class on load: a monkeypatch.
+            self.patched.append(inst.qualname)
+            return
         if not isinstance(inst, Node):
             raise PickleInspectError(f"BUILD on a {type(inst).__name__}")
         inst.state = state
@@ -203,22 +214,35 @@ def _inspect(reader: Any, limits: Limits) -> PickleSkeleton:
     try:
         value = unpickler.run()
         root = to_skeleton(value)
-    except PickleInspectError:
-        raise
-    except KeyError as exc:
-        raise PickleInspectError(f"unknown or invalid opcode/memo key {exc}") from None
     except (Exception, RecursionError) as exc:  # hostile input may raise anything; name it
-        raise PickleInspectError(f"not a readable pickle: {type(exc).__name__}: {exc}"[:300]) from None
+        if isinstance(exc, PickleInspectError):
+            err = exc
+        elif isinstance(exc, KeyError):
+            err = PickleInspectError(f"unknown or invalid opcode/memo key {exc}")
+        else:
+            err = PickleInspectError(f"not a readable pickle: {type(exc).__name__}: {exc}"[:300])
+        # torch.load has run every opcode before the one that failed: what was named so far counts.
+        err.suspicious, err.dangerous = _verdicts(unpickler)
+        raise err from None
     names = tuple(unpickler.globals)
+    suspicious, dangerous = _verdicts(unpickler)
     return PickleSkeleton(
         root=root,
         globals=names,
-        suspicious=tuple(n for n in names if not is_harmless(n)),
-        dangerous=tuple(n for n in names if is_dangerous(n)),
+        suspicious=suspicious,
+        dangerous=dangerous,
         storages=tuple(unpickler.storages),
         ops=unpickler.ops,
         nbytes=reader.tell() - start if isinstance(reader, io.BytesIO) else reader.consumed,
     )
+
+
+def _verdicts(unpickler: _InertUnpickler) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Suspicious and dangerous names: globals outside the allow-list, and BUILDs that patch a global."""
+    names = tuple(unpickler.globals)
+    patched = tuple(dict.fromkeys(f"{q} (attributes set by BUILD)" for q in unpickler.patched))
+    suspicious = tuple(n for n in names if not is_harmless(n)) + patched
+    return suspicious, tuple(n for n in names if is_dangerous(n)) + patched
 
 
 def inspect_pickle(data: bytes, limits: Limits = DEFAULT_LIMITS) -> PickleSkeleton:

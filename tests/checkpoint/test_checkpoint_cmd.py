@@ -57,7 +57,8 @@ def test_two_checkpoints_with_a_ddp_prefix(ckpts: dict[str, Path]) -> None:
 def test_sharded_against_full_is_a_mismatch(ckpts: dict[str, Path]) -> None:
     report = run_checkpoint([ckpts["model_only"], ckpts["tp_shard"]])
     cause = next(c for c in report.causes if c.id == "state_dict_mismatch")
-    assert cause.confidence == "high" and "sharded" in cause.summary
+    # tp_shard is a plain torch.save of halved weights (no shard metadata): a size change or a rank's shard.
+    assert cause.confidence == "high" and "different configuration" in cause.summary and "shard" in cause.summary
 
 
 def test_lost_zero_shard(ckpts: dict[str, Path]) -> None:
@@ -81,3 +82,23 @@ def test_bad_usage() -> None:
         run_checkpoint([Path("/nonexistent/ckpt.pt")])
     with pytest.raises(ConfigError):
         run_checkpoint([])
+
+
+def test_comparison_blames_the_file_that_lacks_the_state(tmp_path: Path) -> None:
+    """A has the optimizer, B does not: the cause names B and its own missing states, in either order."""
+    import torch
+
+    from diagnose.commands.checkpoint import run_checkpoint
+
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 2)).sum().backward()
+    opt.step()
+    with_opt, without = tmp_path / "with_opt.pt", tmp_path / "without.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3}, with_opt)
+    torch.save({"model": model.state_dict(), "step": 3}, without)
+    for pair in ((with_opt, without), (without, with_opt)):
+        cause = run_checkpoint(list(pair)).causes[0]
+        assert cause.id == "checkpoint_missing_state"
+        assert cause.summary.startswith(f"{without} (torch.save) has no optimizer,"), cause.summary
+        assert str(with_opt) not in cause.summary

@@ -28,10 +28,25 @@ def test_lightning_model_prefix(ckpts: dict[str, Path]) -> None:
 
 
 def test_sharded_against_full(ckpts: dict[str, Path]) -> None:
+    """Halved weights are a shard only when the file says it is sharded; without that, a size change first."""
     diff = compare(_tensors(ckpts["tp_shard"]), _tensors(ckpts["model_only"]))
     assert not diff["match"] and diff["shape_count"] == 2
     assert diff["shape"][0] == {"key": "0.weight", "first": [8, 8], "second": [16, 8]}
-    assert "sharded" in diff["explanation"][0]
+    assert "different configuration" in diff["explanation"][0] and "shard" in diff["explanation"][0]
+    known = compare(_tensors(ckpts["tp_shard"]), _tensors(ckpts["model_only"]), sharded=(True, False))
+    assert known["explanation"] == ["2 tensor(s) differ by a whole factor in one dimension: "
+                                    "first is sharded (per-rank), the other full"]
+
+
+def test_other_hidden_size_is_a_configuration_change(tmp_path: Path) -> None:
+    import torch
+
+    small, big = tmp_path / "h512.pt", tmp_path / "h1024.pt"
+    torch.save(torch.nn.Linear(16, 512).state_dict(), small)
+    torch.save(torch.nn.Linear(16, 1024).state_dict(), big)
+    diff = compare(_tensors(small), _tensors(big))
+    assert diff["shape_count"] == 2 and "sharded" not in " ".join(diff["explanation"])
+    assert "different configuration (hidden size" in diff["explanation"][0]
 
 
 def test_different_model_keys(ckpts: dict[str, Path], tmp_path: Path) -> None:
