@@ -7,6 +7,7 @@ callables outside the allow-list is reported with those names.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,20 @@ def _notes(infos: Sequence[CheckpointInfo]) -> list[str]:
     return notes
 
 
+def _check_named(path: Path) -> None:
+    """A checkpoint named on the command line exists, is a file or folder, and can be read (else exit 2)."""
+    try:
+        if not path.exists():
+            raise ConfigError(f"no such checkpoint: {path}")
+        is_dir = path.is_dir()
+        if not (is_dir or path.is_file()):
+            raise ConfigError(f"not a checkpoint file or folder (a FIFO, socket or device is never read): {path}")
+    except PermissionError:
+        raise ConfigError(f"permission denied: cannot reach {path}") from None
+    if not os.access(path, os.R_OK | (os.X_OK if is_dir else 0)):
+        raise ConfigError(f"permission denied: cannot read {path}")
+
+
 def run_checkpoint(paths: Sequence[Path], model: str | None = None) -> Report:
     """Inspect one checkpoint (or compare two, or one with the model `MODULE:FACTORY` builds).
 
@@ -125,8 +140,7 @@ def run_checkpoint(paths: Sequence[Path], model: str | None = None) -> Report:
     if model is not None and len(paths) != 1:
         raise ConfigError("--model compares one checkpoint with the model; give a single checkpoint")
     for path in paths:
-        if not Path(path).exists():
-            raise ConfigError(f"no such checkpoint: {path}")
+        _check_named(Path(path))
     infos = [inspect_checkpoint(Path(p)) for p in paths]
     evidence: list[Any] = [to_evidence(i) for i in infos]
     notes = _notes(infos)

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from diagnose.output.checkpoint_text import danger_lines, inventory_lines
 from diagnose.output.grid import render_rank_grid
 from diagnose.output.report import Report
 
@@ -16,6 +17,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     """Print a report for people: causes, culprits, cited lines, fix, and the rank picture."""
     console = console or Console()
     data = report.to_json_dict()
+    for line in danger_lines(data.get("checkpoint")):  # a dangerous pickle comes before anything else
+        console.print(line, style="bold red", markup=False, highlight=False)
     ranks = data.get("ranks") or {}
     head = Text(f"diagnose {data.get('command') or ''}: symptom {data.get('symptom') or 'unknown'}", style="bold")
     if ranks.get("world_size"):
@@ -46,6 +49,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
         console.print(Panel(body, title=title, title_align="left", expand=True))
     if len(causes) > 5:
         console.print(f"... and {len(causes) - 5} less likely cause(s); --json shows all.")
+    for line in inventory_lines(data.get("checkpoint")):
+        console.print(line, markup=False, highlight=False)
     if len(report.rank_states) > 1:
         console.print(render_rank_grid(report))
     for item in data.get("next") or []:

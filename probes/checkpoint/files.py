@@ -6,14 +6,17 @@ read, never the tensor records, so a 10 GB file costs milliseconds.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import pickletools
+import stat
 import struct
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from diagnose.probes.checkpoint.getattr_chain import GETATTR, getattr_is_harmless
 from diagnose.probes.checkpoint.pickle_inspect import (
@@ -49,11 +52,33 @@ class FileContent:
     error: str | None = None
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """Open a regular file for reading; a FIFO, socket or device is refused without blocking on it.
+
+    The path is opened non-blocking and checked on the descriptor (not the name), so a file
+    swapped for a FIFO between a listing and the read is refused too."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (FIFO, socket or device): not read", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_text(path: Path, limit: int = 16 << 20) -> str:
+    """The start of a small regular text file (JSON index, `latest` tag), never a special file."""
+    with open_regular(path) as fh:
+        return fh.read(limit).decode("utf-8", errors="replace")
+
+
 def read_file(path: Path, limits: Limits = DEFAULT_LIMITS) -> FileContent:
     """Sniff the format from the first bytes and read the structure; never raises on bad content."""
     out = FileContent(path)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(16)
         if head.startswith(b"PK\x03\x04"):
             _read_zip(path, out, limits)
@@ -93,7 +118,7 @@ def _set_skeleton(out: FileContent, skel: Any, audit: Callable[[], bool] | None 
 def _read_zip(path: Path, out: FileContent, limits: Limits) -> None:
     """torch.save zip: `<archive>/data.pkl` plus one record per storage under `<archive>/data/`."""
     try:
-        zf = zipfile.ZipFile(path)
+        zf = zipfile.ZipFile(open_regular(path))
     except zipfile.BadZipFile:
         out.kind = "torch.save"
         out.error = "truncated or corrupt zip (the save was probably interrupted)"
@@ -154,7 +179,7 @@ def _read_pickle_file(path: Path, out: FileContent, limits: Limits, strong: bool
     A protocol 0/1 stream can start with almost any opcode (``cos\nsystem\n`` is GLOBAL):
     torch.load unpickles it all the same, so any file whose first byte is an opcode is read
     as a pickle; one that fails to read without naming anything is "not a checkpoint"."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
 
         def audit_from(start: int) -> Callable[[], bool]:
             return lambda: fh.seek(start) == start and getattr_is_harmless(fh, limits)
@@ -187,7 +212,7 @@ def _looks_like_safetensors(head: bytes) -> bool:
 def _read_safetensors(path: Path, out: FileContent) -> None:
     """safetensors: an 8-byte little-endian length, then a JSON header; tensors are not read."""
     out.kind = "safetensors"
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         (size,) = struct.unpack("<Q", fh.read(8))
         header = json.loads(fh.read(size))
     if not isinstance(header, dict):

@@ -8,21 +8,21 @@ make it unusable (missing shards, short files). Only metadata is read.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagnose.probes.checkpoint.files import FileContent, read_file
+from diagnose.probes.checkpoint.files import FileContent, read_file, read_regular_text
+from diagnose.probes.checkpoint.patterns import pattern
 from diagnose.probes.checkpoint.pickle_tree import Obj, TensorMeta
 from diagnose.probes.checkpoint.states import EXAMPLES, classify, tensor_items
 
-_DISTCP = re.compile(r"^__(\d+)_(\d+)\.distcp$")
-_ZERO = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
-_MP = re.compile(r"^mp_rank_(\d+)_model_states\.pt$")
-_RNG = re.compile(r"^rng_state(?:_(\d+))?\.pth$")
-_ACC_RNG = re.compile(r"^random_states_(\d+)\.pkl$")
-_HF_MODEL = re.compile(r"^(?:pytorch_model|model|adapter_model)(?:-\d+-of-\d+)?\.(?:safetensors|bin)$")
+_DISTCP = pattern("dcp_shard_file")
+_ZERO = pattern("deepspeed_zero_shard")
+_MP = pattern("deepspeed_model_states")
+_RNG = pattern("trainer_rng_state")
+_ACC_RNG = pattern("accelerate_rng_state")
+_HF_MODEL = pattern("hf_model_file")
 
 
 @dataclass
@@ -166,7 +166,7 @@ def read_deepspeed(folder: Path) -> Found:
     found = Found("deepspeed")
     latest = folder / "latest"
     if latest.is_file():
-        tag = latest.read_text(errors="replace").strip()[:200]
+        tag = read_regular_text(latest).strip()[:200]
         if not (folder / tag).is_dir():
             found.problem("torn_step", f"'latest' names {tag!r}, which does not exist (torn save)")
             return found
@@ -237,20 +237,20 @@ def _hf_file(folder: Path, name: str, found: Found) -> None:
         found.add("model", name)
         content = found.read(path)
         found.tensors.update(tensor_items(content.root if isinstance(content.root, dict) else {}))
-    elif name in ("optimizer.pt", "optimizer.bin") or re.match(r"^optimizer_\d+\.bin$", name):
+    elif name in ("optimizer.pt", "optimizer.bin") or pattern("accelerate_optimizer_file").match(name):
         content = found.read(path)
         shown = classify({"optimizer": content.root})
         found.add("optimizer", *(f"{name}:{k.split('.', 1)[-1]}" for k in shown.get("optimizer", [name])))
-    elif re.match(r"^scheduler(_\d+)?\.(pt|bin)$", name):
+    elif pattern("scheduler_file").match(name):
         found.read(path)
         found.add("scheduler", name)
-    elif re.match(r"^scaler(_\d+)?\.(pt|bin)$", name):
+    elif pattern("scaler_file").match(name):
         found.read(path)
         found.add("scaler", name)
     elif _RNG.match(name) or _ACC_RNG.match(name):
         found.read(path)
         found.add("rng", name)
-    elif re.match(r"^(sampler(_\d+)?|dl_state_dict(_\d+)?)\.bin$", name):
+    elif pattern("sampler_file").match(name):
         found.read(path)
         found.add("sampler", name)
     elif name == "trainer_state.json":
@@ -261,7 +261,7 @@ def _hf_file(folder: Path, name: str, found: Found) -> None:
 
 def _trainer_state(path: Path, found: Found) -> None:
     try:
-        state = json.loads(path.read_text(errors="replace"))
+        state = json.loads(read_regular_text(path))
     except (OSError, ValueError) as exc:
         found.problem("unreadable", f"trainer_state.json: {exc}")
         return
@@ -273,7 +273,7 @@ def _trainer_state(path: Path, found: Found) -> None:
 
 def _check_index(folder: Path, index: Path, found: Found) -> None:
     try:
-        weight_map = json.loads(index.read_text(errors="replace")).get("weight_map", {})
+        weight_map = json.loads(read_regular_text(index)).get("weight_map", {})
     except (OSError, ValueError, AttributeError) as exc:
         found.problem("unreadable", f"{index.name}: {exc}")
         return

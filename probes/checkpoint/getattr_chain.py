@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import io
 import pickle
-import re
 from typing import Any, BinaryIO
 
+from diagnose.probes.checkpoint.patterns import pattern
 from diagnose.probes.checkpoint.pickle_globals import is_harmless
 from diagnose.probes.checkpoint.pickle_inspect import (
     DEFAULT_LIMITS,
@@ -26,7 +26,6 @@ from diagnose.probes.checkpoint.pickle_inspect import (
 )
 
 GETATTR = "builtins.getattr"
-_CLASS_OR_MEMBER = re.compile(r"^[A-Z][A-Za-z0-9_]*$")
 
 
 class _GetattrAudit(_InertUnpickler):
@@ -52,7 +51,7 @@ class _GetattrAudit(_InertUnpickler):
         if self._is_getattr(func) and isinstance(args, tuple) and len(args) == 2:
             owner, name = args
             if isinstance(owner, GlobalRef) and is_harmless(owner.qualname) \
-                    and isinstance(name, str) and _CLASS_OR_MEMBER.match(name):
+                    and isinstance(name, str) and pattern("nested_class_name").match(name):
                 self.harmless_calls += 1
         super()._call(func, args)
 

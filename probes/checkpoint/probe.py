@@ -9,7 +9,6 @@ the latest is torn). `CheckpointProbe` turns the result into evidence.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, ClassVar
 from diagnose.evidence import CheckpointContent, Provenance
 from diagnose.probes.checkpoint.files import FileContent
 from diagnose.probes.checkpoint.formats import Found, detect, read_dcp, read_deepspeed, read_hf
+from diagnose.probes.checkpoint.patterns import pattern
 from diagnose.probes.checkpoint.pickle_tree import TensorMeta
 from diagnose.probes.checkpoint.states import (
     STATES,
@@ -28,7 +28,6 @@ from diagnose.probes.checkpoint.states import (
     tensor_items,
 )
 
-_STEP_DIR = re.compile(r"^(?:checkpoint|ckpt|step|global_step|iter|iteration|epoch)?[-_=]?(\d+)$")
 _FILE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".pkl", ".tar")
 
 
@@ -136,7 +135,7 @@ def _read_folder(folder: Path) -> Found:
 def _step_dirs(folder: Path) -> list[tuple[int, Path]]:
     out = []
     for p in folder.iterdir():
-        m = _STEP_DIR.match(p.name)
+        m = pattern("step_folder").match(p.name)
         if p.is_dir() and m:
             out.append((int(m.group(1)), p))
     return sorted(out)

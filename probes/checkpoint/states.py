@@ -8,34 +8,21 @@ A key whose value is None or empty shows nothing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from diagnose.probes.checkpoint.patterns import pattern, state_key_patterns
 from diagnose.probes.checkpoint.pickle_tree import ArrayMeta, Obj, TensorMeta
 
 STATES = ("model", "optimizer", "scheduler", "scaler", "rng", "sampler", "step", "sharding")
 EXAMPLES = 5
 
-_NAME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("optimizer", re.compile(r"optim|^opt(_state)?$")),
-    ("scheduler", re.compile(r"sched")),
-    ("scaler", re.compile(r"scaler|scaling_state|loss_scale|^amp$|mixedprecision|^precision")),
-    ("rng", re.compile(r"rng|random_state|^random$|^generator_state$|^seed_state$")),
-    ("sampler", re.compile(r"sampler|data_?loader|data_state|dataset_state|combined_loader")),
-    ("step", re.compile(r"^(global_|num_|completed_|total_)?(step|steps|iteration|iter|iters|updates?|epoch)s?$"
-                        r"|^num_updates$|^train_state$|^global_samples$|^consumed_(train_)?samples$")),
-    ("sharding", re.compile(r"^(dp|mp|tp|pp)_world_size$|shard|fsdp|flat_param|partition_count")),
-    ("model", re.compile(r"^(model|models|state_dict|model_state(_dict)?|module|net|network|ema|"
-                         r"ema_model|weights|params|encoder|decoder|backbone)$")),
-)
-_SHARD_GLOBALS = re.compile(r"ShardedTensor|DTensor|FlatParameter|sharded_tensor")
 
 
 def state_of_name(name: str) -> str | None:
     """The state a key name stands for, if any."""
     low = str(name).lower()
-    return next((state for state, pat in _NAME_PATTERNS if pat.search(low)), None)
+    return next((state for state, pat in state_key_patterns() if pat.search(low)), None)
 
 
 def is_empty(value: Any) -> bool:
@@ -130,7 +117,7 @@ def classify(root: Any, *, prefix: str = "", depth: int = 0) -> dict[str, list[s
 
 def sharded_globals(globals_: tuple[str, ...]) -> list[str]:
     """Globals that show a sharded state dict (ShardedTensor, DTensor, FSDP flat params)."""
-    return [g for g in globals_ if _SHARD_GLOBALS.search(g)]
+    return [g for g in globals_ if pattern("sharded_global").search(g)]
 
 
 def missing_states(present: set[str], *, sharded: bool) -> list[str]:
