@@ -12,17 +12,29 @@ import hashlib
 import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
 # owner/repo:path/in/repo, optionally @versions (e.g. @2.1-2.13), or a documentation URL.
 ORIGIN = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+:[^\s@:]+(?:@[\w.+,<>=~-]+)?|https?://\S+")
+
+
+_COMPILED: dict[tuple[str, int], re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    """One compiled pattern per (text, flags) in the process (re's own cache holds only 512)."""
+    key = (pattern, flags)
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = re.compile(pattern, flags)
+    return found
 
 
 class Example(BaseModel):
@@ -72,12 +84,13 @@ class Signature(BaseModel):
                 )
         return value
 
-    @field_validator("detect", "extract")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            re.compile(value)
-        return value
+    @model_validator(mode="after")
+    def _compiles(self) -> Signature:
+        # Compiled once, with the flags the matcher uses, and kept: validation is the first use.
+        _compiled(self.detect, self.flags)
+        if self.extract is not None:
+            _compiled(self.extract, self.flags)
+        return self
 
     @property
     def flags(self) -> int:
@@ -86,11 +99,11 @@ class Signature(BaseModel):
 
     @cached_property
     def extractor(self) -> re.Pattern[str]:
-        return re.compile(self.extract or self.detect, self.flags)
+        return _compiled(self.extract or self.detect, self.flags)
 
     @cached_property
     def detector(self) -> re.Pattern[str]:
-        return re.compile(self.detect, self.flags)
+        return _compiled(self.detect, self.flags)
 
     def match(self, line: str) -> dict[str, Any] | None:
         """Fields of ``line`` when it matches, else None."""
@@ -139,7 +152,12 @@ def builtin_signature_dir() -> Path:
 
 
 def load_signatures(dirs: Iterable[Path] = ()) -> SignatureSet:
-    """Load and validate every signature file; collect all errors before raising."""
+    """Load and validate every signature file (once per process and set of folders); all errors at once."""
+    return _load_signatures(tuple(str(d) for d in dirs))
+
+
+@lru_cache(maxsize=8)
+def _load_signatures(dirs: tuple[str, ...]) -> SignatureSet:
     errors: list[RuleError] = []
     sigs: list[Signature] = []
     seen: dict[str, str] = {}
