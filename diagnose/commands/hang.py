@@ -28,15 +28,19 @@ def collect(job: str, timeout: float = 10.0, *, native: bool = False
     found = discovery.discover(job)
     host = socket.gethostname()
     procs = procstate.prime(found.ranks)
-    evidence: list[Any] = [procstate.rank_env(info, host) for info in found.ranks]
     targets = [stacks.Target(pid=i.pid, rank=i.rank, host=host) for i in found.ranks]
     per_dump = max(1.0, min(3.0, timeout / 4))
     sampled = stacks.sample_stacks(targets, timeout=per_dump, native_for=("backward",) if native else ())
+    moved = discovery.relabel_from_locals(found, stacks.main_frames(sampled.dumps),
+                                          stacks.frame_signatures()["library_re"])
+    if moved:
+        stacks.relabel(sampled, {i.pid: i.rank for i in found.ranks})
+    evidence: list[Any] = [procstate.rank_env(info, host) for info in found.ranks]
     evidence.extend(sampled.evidence)
     evidence.extend(procstate.rank_states(found, procs, host))
     notes = [f"job {found.id!r} read as a {_KIND_WORDS[found.kind]}",
-             _found_line(found), *found.notes, *sampled.notes, *_backward_note(evidence, native),
-             f"probed in {time.monotonic() - start:.2f} s"]
+             _found_line(found), discovery.identified_line(found), *found.notes, *sampled.notes,
+             *_backward_note(evidence, native), f"probed in {time.monotonic() - start:.2f} s"]
     raw = {"job": _job_summary(found), "dumps": sampled.dumps}
     return evidence, sampled.skipped, notes, raw
 

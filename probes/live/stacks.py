@@ -272,3 +272,29 @@ def _failures(out: StackResult) -> None:
             out.skipped.append(Skipped(source=f"rank {d.target.rank} pid {d.target.pid}", reason=d.error))
     if any("ptrace" in (d.error or "") for d in out.dumps):
         out.notes.append("ptrace refused: stacks replaced by /proc state and wait channel")
+
+
+def main_frames(dumps: list[Dump]) -> dict[int, list[dict[str, Any]]]:
+    """The main thread's frames (with locals) of each process's first successful dump."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for d in dumps:
+        if d.threads is not None and d.target.pid not in out:
+            thread = main_thread(d.threads, d.target.pid)
+            out[d.target.pid] = list((thread or {}).get("frames") or [])
+    return out
+
+
+def relabel(result: StackResult, rank_of: dict[int, int | None]) -> None:
+    """Give the dumps and samples of each pid the rank `rank_of` says (after discovery settled it)."""
+    for d in result.dumps:
+        d.target = Target(pid=d.target.pid, rank=rank_of.get(d.target.pid, d.target.rank), host=d.target.host)
+    fixed = []
+    for ev in result.evidence:
+        rank = rank_of.get(ev.provenance.pid or -1, ev.rank)
+        text = ev.text.replace(f"rank {ev.rank}:", f"rank {rank}:", 1) if ev.text else ev.text
+        fixed.append(ev.model_copy(update={"rank": rank, "text": text}))
+    result.evidence = fixed
+    result.skipped = [s.model_copy(update={"source": f"rank {rank_of.get(int(s.source.rsplit(' ', 1)[1]))} "
+                                                      f"pid {s.source.rsplit(' ', 1)[1]}"})
+                      if s.source.startswith("rank ") and s.source.rsplit(" ", 1)[1].isdigit() else s
+                      for s in result.skipped]

@@ -121,14 +121,25 @@ def dead_traceback(rank: int) -> None:
     dist.all_reduce(t)
 
 
-def main() -> None:
-    if "RANK" not in os.environ:  # srun-style: set after exec, so invisible in /proc/PID/environ
+def run(rank: int | None = None, world: int | None = None) -> None:
+    """Join the gloo group (as `rank` of `world`, or from the environment) and run the scenario."""
+    if rank is None and "RANK" not in os.environ:  # srun-style: set after exec, so invisible in /proc/PID/environ
         os.environ.update(RANK=os.environ["SLURM_PROCID"], WORLD_SIZE=os.environ["SLURM_NTASKS"])
+    if rank is not None:  # set in-process: invisible in /proc/PID/environ, as launchers that pass the rank
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world))
     dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT))
     rank = dist.get_rank()
     dist.all_reduce(torch.ones(1))
     globals()[SCENARIO](rank)
     time.sleep(600)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if "--rank" in args:  # a shell loop passing the rank as an argument
+        run(int(args[args.index("--rank") + 1]), int(args[args.index("--world-size") + 1]))
+    else:
+        run()
 
 
 if __name__ == "__main__":
