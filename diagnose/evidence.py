@@ -99,6 +99,8 @@ class StackSample(_Evidence):
     sample: int = Field(0, description="sample index: a second sample tells stuck from slow")
     epoch: int | None = None
     batch: int | None = None
+    counters: dict[str, int] = Field(default_factory=dict, description=(
+        "integer locals of user frames ('function.name'): a change between samples is progress"))
 
 
 class RankEnv(_Evidence):

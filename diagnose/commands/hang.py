@@ -7,6 +7,7 @@ Discovery -> process state, environment and stacks of every rank (in parallel, t
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -35,14 +36,43 @@ def collect(job: str, timeout: float = 10.0, *, native: bool = False
                                           stacks.frame_signatures()["library_re"])
     if moved:
         stacks.relabel(sampled, {i.pid: i.rank for i in found.ranks})
+    if _nothing_decided(sampled.evidence):  # every rank works, none moved yet: look once more, later
+        targets = [stacks.Target(pid=i.pid, rank=i.rank, host=host) for i in found.ranks]
+        stacks.sample_stacks(targets, samples=1, interval=LATER_S, timeout=per_dump, first=2, out=sampled,
+                             native_for=())
     evidence: list[Any] = [procstate.rank_env(info, host) for info in found.ranks]
     evidence.extend(sampled.evidence)
     evidence.extend(procstate.rank_states(found, procs, host))
-    notes = [f"job {found.id!r} read as a {_KIND_WORDS[found.kind]}",
-             _found_line(found), discovery.identified_line(found), *found.notes, *sampled.notes,
-             *_backward_note(evidence, native), f"probed in {time.monotonic() - start:.2f} s"]
+    notes = [f"job {found.id} read as a {_KIND_WORDS[found.kind]}",
+             _found_line(found), discovery.identified_line(found), *_progress_notes(evidence), *found.notes,
+             *sampled.notes, *_backward_note(evidence, native), f"probed in {time.monotonic() - start:.2f} s"]
     raw = {"job": _job_summary(found), "dumps": sampled.dumps}
     return evidence, sampled.skipped, notes, raw
+
+
+LATER_S = 1.0  # the third sample of a job whose ranks all work: a slow step shows progress by then
+
+
+def _nothing_decided(samples: list[Any]) -> bool:
+    """No rank waits in a collective and none has moved: two quick samples cannot tell slow from stuck."""
+    from diagnose.analyzers.stacks import WAITING, rank_views
+
+    views = rank_views(samples)
+    return bool(views) and not any(v.moving or v.activity in WAITING for v in views.values())
+
+
+def _progress_notes(evidence: list[Any]) -> list[str]:
+    """'the job is progressing' with what moved, when every sampled rank moved; else the ranks that did."""
+    from diagnose.analyzers.stacks import alive, progress_lines, rank_views
+
+    lines = progress_lines(evidence)
+    if not lines:
+        return []
+    sampled = [v for v in rank_views(evidence).values() if v.sample is not None and alive(v)]
+    shown = "; ".join(lines[:6]) + (f"; ... ({len(lines) - 6} more)" if len(lines) > 6 else "")
+    if len(lines) == len(sampled):
+        return [f"the job is progressing: every rank moved between samples ({shown}); no rank is stuck"]
+    return [f"{len(lines)} of {len(sampled)} rank(s) moved between samples, slow rather than stuck ({shown})"]
 
 
 def _backward_note(evidence: list[Any], native: bool) -> list[str]:
@@ -60,10 +90,15 @@ _KIND_WORDS = {"slurm": "Slurm job id", "torchrun": "torchrun run id (TORCHELAST
 
 
 def _found_line(found: Any) -> str:
-    ranks = ", ".join(f"{i.rank}:{i.pid}" for i in found.ranks)
+    shown = found.ranks[:MAX_LISTED]
+    ranks = ", ".join(f"rank {i.rank} pid {i.pid}" for i in shown) + (
+        f", ... ({len(found.ranks) - len(shown)} more)" if len(found.ranks) > len(shown) else "")
     extra = f"; {len(found.launchers)} launcher/agent and {len(found.workers)} helper processes"
     ws = f" of WORLD_SIZE {found.world_size}" if found.world_size else ""
-    return f"found {len(found.ranks)} rank processes{ws} (rank:pid {ranks}){extra}"
+    return f"found {len(found.ranks)} rank processes{ws} ({ranks}){extra}"
+
+
+MAX_LISTED = 16
 
 
 def _job_summary(found: Any) -> dict[str, Any]:
@@ -95,6 +130,20 @@ def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], 
     (directory / "processes.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
 
 
+def check_save(directory: Path) -> None:
+    """Refuse a --save target before anything is probed: a file, a folder holding other files, or unwritable."""
+    from diagnose.errors import ConfigError
+
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"--save {directory}: a file of that name exists; give a new or empty folder")
+    if directory.is_dir() and any(directory.iterdir()):
+        raise ConfigError(f"--save {directory}: the folder is not empty (files of an earlier probe would mix "
+                          "with this one); give a new or empty folder")
+    parent = next((p for p in [directory, *directory.parents] if p.exists()), Path("."))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--save {directory}: {parent} is not writable")
+
+
 def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False,
              local: bool = False, fanout: bool | None = None) -> Report:
     """Probe a hung job and return the diagnosis (raises ProbeError for an unknown job).
@@ -107,6 +156,8 @@ def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, nativ
     from diagnose.errors import ProbeError
     from diagnose.probes.live import fanout as live_nodes
 
+    if save is not None:
+        check_save(Path(save))
     sjob = None if local else live_nodes.slurm_job(job)
     if sjob is not None and sjob.running and (live_nodes.needs_fanout(sjob) if fanout is None else fanout):
         evidence, skipped, notes, raw = live_nodes.collect_nodes(sjob, timeout, native)

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -99,7 +100,38 @@ def discover(job: str) -> Job:
             found = _classify(k, ident, pids, environs)
             if found.ranks:
                 return found
-    raise ProbeError(f"no rank process of job {ident!r} on this host (tried {', '.join(tried)} id)")
+    raise ProbeError(f"no rank process of job {ident!r} on this host (tried {', '.join(tried)} id)"
+                     + _why_not(ident, tried, environs))
+
+
+def pid_max() -> int:
+    """The largest process id this kernel hands out."""
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return 4194304
+
+
+def _why_not(ident: str, tried: list[str], environs: _EnvironScan) -> str:
+    """The reason discovery found nothing, where one can be told: a pid out of range, permissions."""
+    if ident.isdigit() and int(ident) > pid_max() and "pid" in tried:
+        return f"; {ident} is no process id (the largest is {pid_max()})"
+    if ident.isdigit() and "pid" in tried and int(ident) in environs.denied:
+        owner = _owner(int(ident))
+        return (f"; permission denied: process {ident} belongs to {owner}, whose environment and stacks this "
+                "user cannot read (run as that user, or as root)")
+    if environs.denied:
+        owners = sorted({_owner(p) for p in environs.denied})
+        return (f"; permission denied reading {len(environs.denied)} process(es) of other users ({', '.join(owners[:3])}):"
+                " if the job is theirs, run as that user or as root")
+    return ""
+
+
+def _owner(pid: int) -> str:
+    try:
+        return f"uid {psutil.Process(pid).uids().real}"
+    except psutil.Error:
+        return "another user"
 
 
 def _not_self(pids: list[int], environs: _EnvironScan) -> list[int]:
@@ -118,12 +150,13 @@ class _EnvironScan:
 
     def __init__(self) -> None:
         self._all: dict[int, dict[str, str]] | None = None
+        self.denied: set[int] = set()  # processes whose environment this user may not read
 
     def all(self) -> dict[int, dict[str, str]]:
         if self._all is None:
             self._all = {}
             for proc in psutil.process_iter():
-                env = read_environ(proc.pid)
+                env = self._read(proc.pid)
                 if env:
                     self._all[proc.pid] = env
         return self._all
@@ -131,7 +164,17 @@ class _EnvironScan:
     def get(self, pid: int) -> dict[str, str]:
         if self._all is not None and pid in self._all:
             return self._all[pid]
-        return read_environ(pid)
+        return self._read(pid)
+
+    def _read(self, pid: int) -> dict[str, str]:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                return _parse_environ(fh.read(1 << 20))
+        except PermissionError:
+            self.denied.add(pid)
+        except OSError:
+            pass
+        return {}
 
 
 def read_environ(pid: int) -> dict[str, str]:
@@ -141,6 +184,10 @@ def read_environ(pid: int) -> dict[str, str]:
             raw = fh.read(1 << 20)
     except OSError:
         return {}
+    return _parse_environ(raw)
+
+
+def _parse_environ(raw: bytes) -> dict[str, str]:
     env: dict[str, str] = {}
     for item in raw.split(b"\0"):
         key, sep, value = item.partition(b"=")
@@ -173,7 +220,7 @@ def _find_torchrun(ident: str, environs: _EnvironScan) -> list[int]:
 
 
 def _find_pid(ident: str, environs: _EnvironScan) -> list[int]:
-    if not ident.isdigit() or not psutil.pid_exists(int(ident)):
+    if not ident.isdigit() or int(ident) > pid_max() or not psutil.pid_exists(int(ident)):
         return []
     return _with_descendants([int(ident)])
 

@@ -157,7 +157,7 @@ def collect_nodes(job: SlurmJob, timeout: float, native: bool = False
             errs = [e for e in per_err.get(task, []) if e.strip()] or [e for e in stderr.splitlines() if e.strip()]
             failed[node] = errs[-1].strip() if errs else f"no output (srun exit {rc})"
     evidence, skipped, notes = merge_reports(reports, failed)
-    notes.insert(0, f"job {job.id!r} read as a Slurm job id; probed {len(job.nodes)} node(s) "
+    notes.insert(0, f"job {job.id} read as a Slurm job id; probed {len(job.nodes)} node(s) "
                     f"({', '.join(job.nodes)}) through srun --overlap, {len(failed)} failed")
     raw = {"job": {"kind": "slurm", "id": job.id, "nodes": job.nodes, "command": cmd, "failed": failed,
                    "node_notes": {n: r.get("notes", []) for n, r in reports.items()}}, "dumps": []}

@@ -126,6 +126,24 @@ def classify(frames: list[dict[str, Any]], wchan: str | None = None) -> Activity
     return Activity("user_code" if site else "unknown", None, site, epoch, batch)
 
 
+MAX_COUNTERS = 16
+
+
+def user_counters(frames: list[dict[str, Any]]) -> dict[str, int]:
+    """Integer locals of user frames, as 'function.name' (a step counter changes while a rank progresses)."""
+    sig = frame_signatures()
+    out: dict[str, int] = {}
+    for frame in frames:
+        name = str(frame.get("filename", ""))
+        if _is_native(frame) or sig["library_re"].search(name):
+            continue
+        for local in frame.get("locals") or []:
+            value = str(local.get("repr", ""))
+            if value.lstrip("-").isdigit() and len(value) < 19 and len(out) < MAX_COUNTERS:
+                out.setdefault(f"{frame.get('name')}.{local.get('name')}", int(value))
+    return out
+
+
 def _user_context(frames: list[dict[str, Any]]) -> tuple[str | None, int | None, int | None]:
     """Innermost user call site, and the epoch/batch locals of user frames."""
     sig = frame_signatures()
@@ -235,19 +253,24 @@ def to_evidence(d: Dump) -> StackSample | None:
     return StackSample(rank=t.rank, provenance=prov, text=text, time=d.time, activity=act.activity,
                        op=act.op, call_site=act.call_site, frames=rendered,
                        thread=(thread or {}).get("thread_name"), sample=d.sample, epoch=act.epoch,
-                       batch=act.batch)
+                       batch=act.batch, counters=user_counters(frames))
 
 
 def sample_stacks(targets: list[Target], *, samples: int = 2, interval: float = 0.2,
-                  timeout: float = 2.0, native_for: tuple[str, ...] = ("backward",)) -> StackResult:
-    """Sample every target ``samples`` times, in parallel; native frames where the activity needs them."""
-    out = StackResult()
-    if pyspy_binary() is None:
+                  timeout: float = 2.0, native_for: tuple[str, ...] = ("backward",), first: int = 0,
+                  out: StackResult | None = None) -> StackResult:
+    """Sample every target ``samples`` times, in parallel; native frames where the activity needs them.
+
+    ``first`` numbers the samples from there and ``out`` adds them to an earlier result (a later sample).
+    """
+    more = out is not None
+    out = out if out is not None else StackResult()
+    if pyspy_binary() is None and not more:
         out.notes.append("py-spy not found: stacks replaced by /proc state and wait channel")
     native: set[int] = set()
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(targets)))) as pool:
-        for i in range(samples):
-            if i:
+        for i in range(first, first + samples):
+            if i > first or more:
                 time.sleep(interval)
             dumps = list(pool.map(lambda t, i=i: dump(t, i, native=t.pid in native,
                                                       timeout=timeout * (2 if t.pid in native else 1)),
@@ -265,6 +288,8 @@ def sample_stacks(targets: list[Target], *, samples: int = 2, interval: float = 
 
 def _failures(out: StackResult) -> None:
     """Turn failed dumps into skipped entries and notes, once per process."""
+    out.skipped = []
+    out.notes = [n for n in out.notes if not n.startswith("ptrace refused")]
     seen: set[int] = set()
     for d in out.dumps:
         if d.error and d.target.pid not in seen:

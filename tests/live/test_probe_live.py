@@ -37,7 +37,7 @@ def test_skipped_allreduce_three_ranks(hung_job) -> None:
         0: "collective all_reduce", 1: "sleeping", 2: "collective all_reduce"}
     assert views[1].call_site and views[1].call_site.startswith("hang_job.py:")
     assert not skipped
-    assert notes[0] == f"job '{job.pid}' read as a launcher pid"
+    assert notes[0] == f"job {job.pid} read as a launcher pid"
     envs = {e.rank: e.variables for e in evidence if isinstance(e, RankEnv)}
     assert envs[2]["WORLD_SIZE"] == "3" and envs[2]["torch_version"].startswith("2.13")
     assert_unharmed(job, {r: v.activity for r, v in views.items()})

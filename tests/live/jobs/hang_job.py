@@ -87,6 +87,51 @@ def dataloader(rank: int) -> None:
         dist.all_reduce(batch)
 
 
+def slow_before(rank: int) -> None:
+    """Rank 1 is slow (a long sleep) before the all_reduce the others already wait in: coming, not skipped."""
+    t = torch.ones(4)
+    ready(rank)
+    if rank == 1:
+        time.sleep(600)
+    dist.all_reduce(t)
+
+
+def busy(seconds: float) -> int:
+    """Pure-Python work: its counter moves between two stack samples."""
+    count = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        count += 1
+    return count
+
+
+def slow_compute(rank: int) -> None:
+    """Rank 1 computes alone before the all_reduce the others wait in."""
+    t = torch.ones(4)
+    ready(rank)
+    if rank == 1:
+        busy(600)
+    dist.all_reduce(t)
+
+
+def healthy(rank: int) -> None:
+    """A healthy loop: an all_reduce per step and a little work."""
+    for step in range(10**9):
+        if step == 3:
+            ready(rank)
+        dist.all_reduce(torch.ones(4))
+        time.sleep(0.01)
+
+
+def healthy_slow(rank: int) -> None:
+    """Healthy but slow: each step works 0.3 s before its all_reduce."""
+    for step in range(10**9):
+        if step == 1:
+            ready(rank)
+        time.sleep(0.3)
+        dist.all_reduce(torch.ones(4))
+
+
 def _leave_orphan() -> None:
     """Fork a child that outlives this rank and keeps its sockets open (as NCCL's helpers do)."""
     child = os.fork()
