@@ -13,6 +13,7 @@ from diagnose.errors import ConfigError
 from diagnose.evidence import Provenance, RankStatus, parse_evidence
 from diagnose.hook.reportfile import REPORT_NAME
 from diagnose.output.report import Report, Skipped
+from diagnose.ranks import format_ranks
 
 MAX_REPORT_BYTES = 64 * 2**20
 
@@ -109,12 +110,18 @@ def collect_reports(directory: Path) -> tuple[list[Any], list[Skipped], list[str
             notes.append(f"{path}: log signatures not run: {type(exc).__name__}: {exc}")
         evidence += items
     world = _world_size(evidence, loaded)
-    for rank in range(world or 0):
-        if rank not in seen:
-            evidence.append(RankStatus(rank=rank, status="no_evidence", detail="no per-rank report",
-                                       text=f"rank {rank} wrote no report under {directory}",
-                                       provenance=Provenance(probe="hook-report", source=str(directory))))
+    quiet = [rank for rank in range(world or 0) if rank not in seen]
+    for rank in quiet:
+        evidence.append(RankStatus(rank=rank, status="no_evidence", detail=NO_REPORT,
+                                   text=f"rank {rank} wrote no report under {directory} ({NO_REPORT})",
+                                   provenance=Provenance(probe="hook-report", source=str(directory))))
+    if quiet:
+        notes.append(f"rank(s) {format_ranks(quiet)} wrote no report: the hook writes one only when its rank "
+                     "raises or stalls, so they did not fail (they may have been stopped by the launcher)")
     return evidence, skipped, notes
+
+
+NO_REPORT = "no hook report: the hook writes one only on an exception or a stall"
 
 
 def run_report(directory: Path) -> Report:
