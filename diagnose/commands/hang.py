@@ -115,10 +115,9 @@ def _job_summary(found: Any) -> dict[str, Any]:
 def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], notes: list[str],
          raw: dict[str, Any]) -> None:
     """Write the evidence (``evidence.jsonl``), raw py-spy output and the process table to a folder."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "evidence.jsonl", "w", encoding="utf-8") as fh:
-        for record in dump_evidence(evidence):
-            fh.write(json.dumps(record, sort_keys=True) + "\n")
+    from diagnose.probes.live import bundle
+
+    bundle.write(directory, dump_evidence(evidence), [s.model_dump() for s in skipped], notes)
     spy = directory / "pyspy"
     spy.mkdir(exist_ok=True)
     for d in raw["dumps"]:
@@ -126,8 +125,7 @@ def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], 
         (spy / f"{name}.json").write_text(d.raw or "")
         if d.error:
             (spy / f"{name}.error.txt").write_text(d.error + "\n")
-    meta = {**raw["job"], "notes": notes, "skipped": [s.model_dump() for s in skipped]}
-    (directory / "processes.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+    (directory / "processes.json").write_text(json.dumps(raw["job"], indent=1, sort_keys=True))
 
 
 def check_save(directory: Path) -> None:
@@ -145,12 +143,13 @@ def check_save(directory: Path) -> None:
 
 
 def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False,
-             local: bool = False, fanout: bool | None = None) -> Report:
+             local: bool = False, fanout: bool | None = None) -> Report | str:
     """Probe a hung job and return the diagnosis (raises ProbeError for an unknown job).
 
     A Slurm job whose ranks run on other nodes is probed on each node through ``srun --overlap``
     (``fanout=None``: decide from Slurm's node list; True/False force it). ``local`` probes only this
-    node and keeps the raw evidence in the report, for that fan-out to merge.
+    node and returns its evidence bundle (JSON text) for that fan-out to merge: the engine runs once,
+    in the parent.
     """
     from diagnose.engine import diagnose_evidence
     from diagnose.errors import ProbeError
@@ -176,7 +175,8 @@ def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, nativ
     if save is not None:
         notes.append(f"evidence saved to {save}")
         save_evidence(Path(save), evidence, skipped, notes, raw)
-    report = diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)
     if local:
-        report.evidence = dump_evidence(evidence)
-    return report
+        from diagnose.probes.live import bundle
+
+        return bundle.to_json(dump_evidence(evidence), [s.model_dump() for s in skipped], notes)
+    return diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)

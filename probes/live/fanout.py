@@ -7,7 +7,6 @@ evidence is merged here and the engine runs once on the whole.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -20,6 +19,7 @@ from typing import Any
 
 from diagnose.evidence import Provenance, RankStatus, parse_evidence
 from diagnose.output.report import Skipped
+from diagnose.probes.live import bundle
 
 _ACTIVE = ("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
 _LIVE_KINDS = ("rank_env", "stack_sample", "memory_state")
@@ -152,7 +152,7 @@ def collect_nodes(job: SlurmJob, timeout: float, native: bool = False
     failed: dict[str, str] = {}
     for task, node in enumerate(job.nodes):
         try:
-            reports[node] = json.loads("\n".join(per_out.get(task, [])))
+            reports[node] = bundle.from_json("\n".join(per_out.get(task, [])))
         except ValueError:
             errs = [e for e in per_err.get(task, []) if e.strip()] or [e for e in stderr.splitlines() if e.strip()]
             failed[node] = errs[-1].strip() if errs else f"no output (srun exit {rc})"
@@ -176,7 +176,7 @@ def demux_labels(text: str) -> dict[int, list[str]]:
 
 def merge_reports(reports: dict[str, dict[str, Any]], failed: dict[str, str]
                   ) -> tuple[list[Any], list[Skipped], list[str]]:
-    """One evidence list from per-node ``--local`` reports; failed nodes leave no_evidence ranks and a note."""
+    """One evidence list from per-node ``--local`` bundles; failed nodes leave no_evidence ranks and a note."""
     evidence: list[Any] = []
     skipped: list[Skipped] = []
     notes: list[str] = []
