@@ -101,6 +101,8 @@ class StackSample(_Evidence):
     batch: int | None = None
     counters: dict[str, int] = Field(default_factory=dict, description=(
         "integer locals of user frames ('function.name'): a change between samples is progress"))
+    exits: dict[str, int] = Field(default_factory=dict, description=(
+        "user frames 'file:line' whose block goes on to a continue/break/return/raise: its line"))
 
 
 class RankEnv(_Evidence):

@@ -100,7 +100,8 @@ def position(odd: RankView, waiter: RankView) -> str:
 
     The stacks are compared from the outermost frame: at the first frame the two share by
     function and file but not by line, a smaller line is before the collective call (the rank
-    is on its way), a larger one past it (it skipped the collective or took another branch).
+    is on its way), a larger one past it (it skipped the collective or took another branch), and
+    so is a smaller line whose block leaves (continue, break, return, raise) before the call.
     """
     if odd.sample is None or waiter.sample is None:
         return "unknown"
@@ -110,7 +111,8 @@ def position(odd: RankView, waiter: RankView) -> str:
         if (fa, wa) != (fb, wb) or la is None or lb is None:
             return "unknown"
         if la != lb:
-            return "before" if la < lb else "after"
+            leaves = odd.sample.exits.get(f"{wa}:{la}")
+            return "before" if la < lb and (leaves is None or leaves > lb) else "after"
     return "unknown"
 
 

@@ -213,7 +213,8 @@ def stall_collector(idle: float, steps: int, main_ident: int | None, main_native
             f"; wchan {wchan}" if wchan else "")
         job.evidence.append(collect.make("stack_sample", rank, "watchdog", text, activity=activity, op=op,
                                          call_site=site, frames=list(stacks.render(frames)),
-                                         thread="MainThread", sample=_samples_so_far()))
+                                         thread="MainThread", sample=_samples_so_far(),
+                                         exits=stacks.exits(frames) or None))
         job.evidence.append(collect.make("rank_status", rank, "watchdog", text, status="alive",
                                          detail=f"no progress for {idle:.1f}s"))
         job.stage = "environment"

@@ -25,6 +25,7 @@ import yaml
 
 from diagnose.evidence import Provenance, StackSample
 from diagnose.output.report import Skipped
+from diagnose.probes.live import flow
 from diagnose.yamlload import builtin_rules_dir
 
 PROBE = "stacks"
@@ -144,6 +145,20 @@ def user_counters(frames: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
+def user_exits(frames: list[dict[str, Any]]) -> dict[str, int]:
+    """'file:line' of user frames whose block goes on to an exit statement (probes/live/flow.py)."""
+    sig = frame_signatures()
+    out: dict[str, int] = {}
+    for frame in frames[:MAX_FRAMES]:
+        name = str(frame.get("filename", ""))
+        if _is_native(frame) or sig["library_re"].search(name) or not isinstance(frame.get("line"), int):
+            continue
+        line = flow.exit_after(name, frame["line"])
+        if line is not None:
+            out[f"{frame.get('short_filename') or name}:{frame['line']}"] = line
+    return out
+
+
 def _user_context(frames: list[dict[str, Any]]) -> tuple[str | None, int | None, int | None]:
     """Innermost user call site, and the epoch/batch locals of user frames."""
     sig = frame_signatures()
@@ -253,7 +268,7 @@ def to_evidence(d: Dump) -> StackSample | None:
     return StackSample(rank=t.rank, provenance=prov, text=text, time=d.time, activity=act.activity,
                        op=act.op, call_site=act.call_site, frames=rendered,
                        thread=(thread or {}).get("thread_name"), sample=d.sample, epoch=act.epoch,
-                       batch=act.batch, counters=user_counters(frames))
+                       batch=act.batch, counters=user_counters(frames), exits=user_exits(frames))
 
 
 def sample_stacks(targets: list[Target], *, samples: int = 2, interval: float = 0.2,

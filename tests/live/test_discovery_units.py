@@ -55,3 +55,16 @@ def test_identified_line_groups_environment_ranks() -> None:
     job.ranks = [discovery.ProcInfo(pid=10 + r, ppid=1, cmdline="python t.py", env={}, rank=r, rank_var="RANK",
                                     rank_source="RANK in its environment") for r in range(16)]
     assert discovery.identified_line(job) == "ranks identified by ranks 0-15: RANK in its environment"
+
+
+def test_exit_after_reads_the_block_from_the_source(tmp_path) -> None:
+    from diagnose.probes.live import flow
+
+    src = tmp_path / "train.py"
+    src.write_text("def f(rank):\n    for i in range(5):\n        if rank == 1:\n            sleep(1)\n"
+                   "            continue\n        all_reduce()\n\ndef g():\n    x = work()\n    all_reduce(x)\n"
+                   "    return x\n")
+    assert flow.exit_after(str(src), 4) == 5  # sleep, then continue past the all_reduce on line 6
+    assert flow.exit_after(str(src), 6) is None
+    assert flow.exit_after(str(src), 9) == 11  # the return comes after the all_reduce on line 10
+    assert flow.exit_after(str(tmp_path / "gone.py"), 4) is None

@@ -19,6 +19,7 @@ SCENARIOS = [
     ("dead", 3, "plain", 2, "rank_failure", [1]),
     ("dataloader", 2, "torchrun", None, "input_pipeline_bound", [0]),
     ("slow_before", 3, "torchrun", None, "checkpoint_barrier", [1]),
+    ("skip_continue", 3, "torchrun", None, "collective_mismatch", [1]),
     ("slow_compute", 3, "plain", None, "checkpoint_barrier", [1]),
 ]
 

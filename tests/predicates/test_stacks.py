@@ -86,3 +86,12 @@ def test_env_conflict_duplicate_rank() -> None:
             for p in (10, 11)]
     b = P.env_conflict(Context(envs), ["duplicate_rank"])
     assert b is not None and b.ranks == {0} and "RANK=0 is set in 2 processes" in b.fields["conflict"]
+
+
+def test_rank_before_the_call_whose_block_continues_skips_it() -> None:
+    odd = _s(1, "sleeping", "step (train.py:38)", "<module> (train.py:60)", exits={"train.py:38": 39})
+    ctx = Context([*_waiters(0, 2), odd])
+    assert P.rank_elsewhere_while_others_wait(ctx, ["sleeping"], position="skipped").ranks == {1}
+    late_exit = _s(1, "sleeping", "step (train.py:38)", "<module> (train.py:60)", exits={"train.py:38": 45})
+    assert P.rank_elsewhere_while_others_wait(Context([*_waiters(0, 2), late_exit]), ["sleeping"],
+                                              position="coming").ranks == {1}  # the return comes after the call

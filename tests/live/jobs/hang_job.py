@@ -96,6 +96,19 @@ def slow_before(rank: int) -> None:
     dist.all_reduce(t)
 
 
+def skip_continue(rank: int) -> None:
+    """Rank 1 sleeps, then `continue`s past the all_reduce written after it: skipped, though earlier in the file."""
+    t = torch.ones(4)
+    for step in range(3):
+        if rank == 1 and step == 1:
+            ready(rank)
+            time.sleep(600)
+            continue
+        if step == 1:
+            ready(rank)
+        dist.all_reduce(t)
+
+
 def busy(seconds: float) -> int:
     """Pure-Python work: its counter moves between two stack samples."""
     count = 0
