@@ -61,14 +61,16 @@ def test_another_users_job_says_permissions_are_the_reason(tmp_path, form) -> No
 
 
 @pytest.mark.torch
-def test_redacted_json_keeps_ranks_and_hides_pids_and_job_id(hung_job) -> None:
-    job = hung_job("skip_allreduce", nproc=2, launcher="plain")
-    out = _hang("--job", str(job.pid), "--json", "--redact")
+@pytest.mark.parametrize("launcher", ["plain", "torchrun"])
+def test_redacted_json_keeps_ranks_and_hides_pids_and_job_id(hung_job, launcher) -> None:
+    job = hung_job("skip_allreduce", nproc=2, launcher=launcher)
+    ident = str(job.pid) if launcher == "plain" else job.run_id()
+    out = _hang("--job", ident, "--json", "--redact")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert (report["causes"][0]["id"], report["causes"][0]["ranks"]) == ("collective_mismatch", [1])
     text = out.stdout
-    for pid in [job.pid, *job.rank_pids.values()]:
+    for pid in [ident, job.pid, *job.rank_pids.values()]:
         assert str(pid) not in text, pid
     line = next(n for n in report["notes"] if n.startswith("found 2 rank processes"))
     assert "rank 0 pid <pid-" in line and "rank 1 pid <pid-" in line, line
