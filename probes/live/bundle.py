@@ -15,9 +15,9 @@ SCHEMA = "diagnose.bundle/1"
 
 
 def to_json(evidence: list[dict[str, Any]], skipped: list[dict[str, Any]], notes: list[str]) -> str:
-    """One bundle as a single JSON object (the fan-out's stdout)."""
+    """One bundle as a single JSON object (the fan-out's stdout), indented: srun --label splits long lines."""
     return json.dumps({"schema": SCHEMA, "evidence": evidence, "skipped": skipped, "notes": notes},
-                      sort_keys=True, default=str)
+                      sort_keys=True, default=str, indent=1)
 
 
 def from_json(text: str) -> dict[str, Any]:

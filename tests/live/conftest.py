@@ -49,7 +49,7 @@ def _start(scenario: str, nproc: int, launcher: str, tmp: Path, ready: int | Non
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     job = HungJob(proc, {}, log, scenario, tmp)
     want = nproc if ready is None else ready
-    deadline = time.monotonic() + 40 + 5 * nproc  # 16 torch processes take a while to start on 2 cores
+    deadline = time.monotonic() + 40 + 15 * nproc  # 16 torch imports take minutes on 2 loaded cores
     while len(job.rank_pids) < want:
         if proc.poll() is not None or time.monotonic() > deadline:
             _stop(job)
