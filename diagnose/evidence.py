@@ -99,6 +99,10 @@ class StackSample(_Evidence):
     sample: int = Field(0, description="sample index: a second sample tells stuck from slow")
     epoch: int | None = None
     batch: int | None = None
+    counters: dict[str, int] = Field(default_factory=dict, description=(
+        "integer locals of user frames ('function.name'): a change between samples is progress"))
+    exits: dict[str, int] = Field(default_factory=dict, description=(
+        "user frames 'file:line' whose block goes on to a continue/break/return/raise: its line"))
 
 
 class RankEnv(_Evidence):

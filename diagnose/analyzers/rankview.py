@@ -37,6 +37,8 @@ def fill(report: Report, ctx: Context) -> None:
     first = _first_failure(ctx)
     if first is None:  # no launcher verdict: the earliest timestamped failure line
         first = next((t.rank for t in report.timeline if t.time is not None and t.rank is not None), None)
+    if report.command == "hang" and not ctx.of("rank_exit"):
+        first = None  # a live job has no failure order: its samples are all taken now
     report.rank_states = [RankState(rank=r, state=s, culprit=r in culprits, first_failure=r == first)
                           for r, s in sorted(states.items())]
 

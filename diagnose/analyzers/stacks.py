@@ -32,6 +32,7 @@ class RankView:
     epoch: int | None = None
     batch: int | None = None
     sample: StackSample | None = None
+    first: StackSample | None = None  # the earliest sample, to compare with the latest
 
     @property
     def label(self) -> str:
@@ -61,11 +62,74 @@ def rank_views(evidence: Iterable[Any]) -> dict[int, RankView]:
             views[rank] = RankView(rank=rank, activity="gone" if st in DEAD else "unknown", status=st)
             continue
         last = ordered[-1]
-        moving = len(ordered) > 1 and _python_frames(ordered[0]) != _python_frames(last)
+        moving = len(ordered) > 1 and bool(progress_between(ordered[0], last))
         views[rank] = RankView(rank=rank, activity=last.activity, op=last.op, call_site=last.call_site,
                                moving=moving, status=st, epoch=last.epoch, batch=last.batch, sample=last,
-                               in_backward=any(s.activity == "backward" for s in ordered))
+                               in_backward=any(s.activity == "backward" for s in ordered), first=ordered[0])
     return views
+
+
+def progress_between(first: StackSample, last: StackSample) -> str | None:
+    """What changed from one sample of a rank to a later one, in words; None when nothing did."""
+    if (first.epoch, first.batch) != (last.epoch, last.batch) and last.batch is not None:
+        return f"batch {first.batch} -> {last.batch}" if first.epoch == last.epoch else (
+            f"epoch {first.epoch} -> {last.epoch}")
+    changed = [f"{k} {first.counters[k]} -> {v}" for k, v in last.counters.items()
+               if k in first.counters and first.counters[k] != v]
+    if changed:
+        return ", ".join(changed[:2])
+    if _python_frames(first) != _python_frames(last):
+        return f"stack moved from {_top(first)} to {_top(last)}"
+    return None
+
+
+def _top(sample: StackSample) -> str:
+    frames = _python_frames(sample)
+    return frames[0] if frames else "?"
+
+
+def _parse(frame: str) -> tuple[str, str, int | None]:
+    """'func (file:line)' -> (func, file, line)."""
+    func, _, rest = frame.rpartition(" (")
+    where, _, line = rest.rstrip(")").rpartition(":")
+    return func, where, int(line) if line.isdigit() else None
+
+
+def position(odd: RankView, waiter: RankView) -> str:
+    """Where `odd` stands against the collective `waiter` waits in: 'before', 'after' or 'unknown'.
+
+    The stacks are compared from the outermost frame: at the first frame the two share by
+    function and file but not by line, a smaller line is before the collective call (the rank
+    is on its way), a larger one past it (it skipped the collective or took another branch), and
+    so is a smaller line whose block leaves (continue, break, return, raise) before the call.
+    """
+    if odd.sample is None or waiter.sample is None:
+        return "unknown"
+    a = [_parse(f) for f in reversed(_python_frames(odd.sample))]
+    b = [_parse(f) for f in reversed(_python_frames(waiter.sample))]
+    for (fa, wa, la), (fb, wb, lb) in zip(a, b, strict=False):
+        if (fa, wa) != (fb, wb) or la is None or lb is None:
+            return "unknown"
+        if la != lb:
+            leaves = odd.sample.exits.get(f"{wa}:{la}")
+            return "before" if la < lb and (leaves is None or leaves > lb) else "after"
+    return "unknown"
+
+
+def coming(odd: RankView, waiters: Sequence[RankView]) -> bool:
+    """The odd rank is slow, not absent: its stack moves between samples, or it stands before the waiters' call."""
+    return odd.moving or (bool(waiters) and position(odd, waiters[0]) == "before")
+
+
+def progress_lines(evidence: Iterable[Any]) -> list[str]:
+    """'rank R: what changed' for every rank whose samples show progress."""
+    out = []
+    for rank, view in rank_views(evidence).items():
+        if view.first is not None and view.sample is not None and view.first is not view.sample:
+            change = progress_between(view.first, view.sample)
+            if change:
+                out.append(f"rank {rank}: {change}")
+    return out
 
 
 def _python_frames(sample: StackSample) -> tuple[str, ...]:
@@ -75,9 +139,9 @@ def _python_frames(sample: StackSample) -> tuple[str, ...]:
 
 def is_waiting(view: RankView) -> bool:
     """Blocked where peers are needed: a collective, barrier, rendezvous, or stuck in DDP's backward."""
-    if view.status in DEAD:
+    if view.status in DEAD or view.moving:
         return False
-    return view.activity in WAITING or (view.activity == "backward" and not view.moving)
+    return view.activity in WAITING or view.activity == "backward"
 
 
 def alive(view: RankView) -> bool:

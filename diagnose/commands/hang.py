@@ -7,6 +7,7 @@ Discovery -> process state, environment and stacks of every rank (in parallel, t
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -28,17 +29,50 @@ def collect(job: str, timeout: float = 10.0, *, native: bool = False
     found = discovery.discover(job)
     host = socket.gethostname()
     procs = procstate.prime(found.ranks)
-    evidence: list[Any] = [procstate.rank_env(info, host) for info in found.ranks]
     targets = [stacks.Target(pid=i.pid, rank=i.rank, host=host) for i in found.ranks]
     per_dump = max(1.0, min(3.0, timeout / 4))
     sampled = stacks.sample_stacks(targets, timeout=per_dump, native_for=("backward",) if native else ())
+    moved = discovery.relabel_from_locals(found, stacks.main_frames(sampled.dumps),
+                                          stacks.frame_signatures()["library_re"])
+    if moved:
+        stacks.relabel(sampled, {i.pid: i.rank for i in found.ranks})
+    if _nothing_decided(sampled.evidence):  # every rank works, none moved yet: look once more, later
+        targets = [stacks.Target(pid=i.pid, rank=i.rank, host=host) for i in found.ranks]
+        stacks.sample_stacks(targets, samples=1, interval=LATER_S, timeout=per_dump, first=2, out=sampled,
+                             native_for=())
+    evidence: list[Any] = [procstate.rank_env(info, host) for info in found.ranks]
     evidence.extend(sampled.evidence)
     evidence.extend(procstate.rank_states(found, procs, host))
-    notes = [f"job {found.id!r} read as a {_KIND_WORDS[found.kind]}",
-             _found_line(found), *found.notes, *sampled.notes, *_backward_note(evidence, native),
-             f"probed in {time.monotonic() - start:.2f} s"]
+    notes = [f"job {found.id} read as a {_KIND_WORDS[found.kind]}",
+             _found_line(found), discovery.identified_line(found), *_progress_notes(evidence), *found.notes,
+             *sampled.notes, *_backward_note(evidence, native), f"probed in {time.monotonic() - start:.2f} s"]
     raw = {"job": _job_summary(found), "dumps": sampled.dumps}
     return evidence, sampled.skipped, notes, raw
+
+
+LATER_S = 1.0  # the third sample of a job whose ranks all work: a slow step shows progress by then
+
+
+def _nothing_decided(samples: list[Any]) -> bool:
+    """No rank waits in a collective and none has moved: two quick samples cannot tell slow from stuck."""
+    from diagnose.analyzers.stacks import WAITING, rank_views
+
+    views = rank_views(samples)
+    return bool(views) and not any(v.moving or v.activity in WAITING for v in views.values())
+
+
+def _progress_notes(evidence: list[Any]) -> list[str]:
+    """'the job is progressing' with what moved, when every sampled rank moved; else the ranks that did."""
+    from diagnose.analyzers.stacks import alive, progress_lines, rank_views
+
+    lines = progress_lines(evidence)
+    if not lines:
+        return []
+    sampled = [v for v in rank_views(evidence).values() if v.sample is not None and alive(v)]
+    shown = "; ".join(lines[:6]) + (f"; ... ({len(lines) - 6} more)" if len(lines) > 6 else "")
+    if len(lines) == len(sampled):
+        return [f"the job is progressing: every rank moved between samples ({shown}); no rank is stuck"]
+    return [f"{len(lines)} of {len(sampled)} rank(s) moved between samples, slow rather than stuck ({shown})"]
 
 
 def _backward_note(evidence: list[Any], native: bool) -> list[str]:
@@ -56,10 +90,15 @@ _KIND_WORDS = {"slurm": "Slurm job id", "torchrun": "torchrun run id (TORCHELAST
 
 
 def _found_line(found: Any) -> str:
-    ranks = ", ".join(f"{i.rank}:{i.pid}" for i in found.ranks)
+    shown = found.ranks[:MAX_LISTED]
+    ranks = ", ".join(f"rank {i.rank} pid {i.pid}" for i in shown) + (
+        f", ... ({len(found.ranks) - len(shown)} more)" if len(found.ranks) > len(shown) else "")
     extra = f"; {len(found.launchers)} launcher/agent and {len(found.workers)} helper processes"
     ws = f" of WORLD_SIZE {found.world_size}" if found.world_size else ""
-    return f"found {len(found.ranks)} rank processes{ws} (rank:pid {ranks}){extra}"
+    return f"found {len(found.ranks)} rank processes{ws} ({ranks}){extra}"
+
+
+MAX_LISTED = 16
 
 
 def _job_summary(found: Any) -> dict[str, Any]:
@@ -76,10 +115,9 @@ def _job_summary(found: Any) -> dict[str, Any]:
 def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], notes: list[str],
          raw: dict[str, Any]) -> None:
     """Write the evidence (``evidence.jsonl``), raw py-spy output and the process table to a folder."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "evidence.jsonl", "w", encoding="utf-8") as fh:
-        for record in dump_evidence(evidence):
-            fh.write(json.dumps(record, sort_keys=True) + "\n")
+    from diagnose.probes.live import bundle
+
+    bundle.write(directory, dump_evidence(evidence), [s.model_dump() for s in skipped], notes)
     spy = directory / "pyspy"
     spy.mkdir(exist_ok=True)
     for d in raw["dumps"]:
@@ -87,22 +125,38 @@ def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], 
         (spy / f"{name}.json").write_text(d.raw or "")
         if d.error:
             (spy / f"{name}.error.txt").write_text(d.error + "\n")
-    meta = {**raw["job"], "notes": notes, "skipped": [s.model_dump() for s in skipped]}
-    (directory / "processes.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+    (directory / "processes.json").write_text(json.dumps(raw["job"], indent=1, sort_keys=True))
+
+
+def check_save(directory: Path) -> None:
+    """Refuse a --save target before anything is probed: a file, a folder holding other files, or unwritable."""
+    from diagnose.errors import ConfigError
+
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"--save {directory}: a file of that name exists; give a new or empty folder")
+    if directory.is_dir() and any(directory.iterdir()):
+        raise ConfigError(f"--save {directory}: the folder is not empty (files of an earlier probe would mix "
+                          "with this one); give a new or empty folder")
+    parent = next((p for p in [directory, *directory.parents] if p.exists()), Path("."))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--save {directory}: {parent} is not writable")
 
 
 def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False,
-             local: bool = False, fanout: bool | None = None) -> Report:
+             local: bool = False, fanout: bool | None = None) -> Report | str:
     """Probe a hung job and return the diagnosis (raises ProbeError for an unknown job).
 
     A Slurm job whose ranks run on other nodes is probed on each node through ``srun --overlap``
     (``fanout=None``: decide from Slurm's node list; True/False force it). ``local`` probes only this
-    node and keeps the raw evidence in the report, for that fan-out to merge.
+    node and returns its evidence bundle (JSON text) for that fan-out to merge: the engine runs once,
+    in the parent.
     """
     from diagnose.engine import diagnose_evidence
     from diagnose.errors import ProbeError
     from diagnose.probes.live import fanout as live_nodes
 
+    if save is not None:
+        check_save(Path(save))
     sjob = None if local else live_nodes.slurm_job(job)
     if sjob is not None and sjob.running and (live_nodes.needs_fanout(sjob) if fanout is None else fanout):
         evidence, skipped, notes, raw = live_nodes.collect_nodes(sjob, timeout, native)
@@ -121,7 +175,8 @@ def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, nativ
     if save is not None:
         notes.append(f"evidence saved to {save}")
         save_evidence(Path(save), evidence, skipped, notes, raw)
-    report = diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)
     if local:
-        report.evidence = dump_evidence(evidence)
-    return report
+        from diagnose.probes.live import bundle
+
+        return bundle.to_json(dump_evidence(evidence), [s.model_dump() for s in skipped], notes)
+    return diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)

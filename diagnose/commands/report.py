@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.errors import ConfigError
-from diagnose.evidence import Provenance, RankStatus, parse_evidence
+from diagnose.evidence import Provenance, RankStatus
 from diagnose.hook.reportfile import REPORT_NAME
 from diagnose.output.report import Report, Skipped
+from diagnose.probes.live import merge
+from diagnose.ranks import format_ranks
 
 MAX_REPORT_BYTES = 64 * 2**20
 
@@ -36,19 +38,6 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _validate(records: list[Any], rank: int, source: str, skipped: list[Skipped]) -> list[Any]:
-    """Evidence of one report; a bad record is skipped (and said so), not fatal."""
-    good = []
-    for idx, rec in enumerate(records):
-        try:
-            item = parse_evidence([rec])[0]
-        except Exception as exc:
-            skipped.append(Skipped(source=f"{source}#evidence[{idx}]", reason=str(exc).splitlines()[0][:200]))
-            continue
-        good.append(item if item.rank is not None else item.model_copy(update={"rank": rank}))
-    return good
-
-
 def _rescan(items: list[Any], rank: int, source: str) -> list[Any]:
     """Run the log signatures over exception texts the hook could not scan in-process."""
     if any(i.provenance.probe == "logs" for i in items):
@@ -60,20 +49,6 @@ def _rescan(items: list[Any], rank: int, source: str) -> list[Any]:
     from diagnose.probes.logs.probe import scan_text
 
     return [hit for text in texts for hit in scan_text(text, source=source, rank=rank)]
-
-
-def _world_size(items: list[Any], reports: list[dict[str, Any]]) -> int | None:
-    sizes: list[int] = []
-    for item in items:
-        if item.kind == "rank_env":
-            for key in ("dist.world_size", "WORLD_SIZE"):
-                if str(item.variables.get(key, "")).isdigit():
-                    sizes.append(int(item.variables[key]))
-        elif item.kind == "process_group" and item.id == "0":
-            sizes.append(len(item.members))
-    sizes += [r["ranks"]["world_size"] for r in reports
-              if isinstance(r.get("ranks"), dict) and isinstance(r["ranks"].get("world_size"), int)]
-    return max(sizes) if sizes else None
 
 
 def collect_reports(directory: Path) -> tuple[list[Any], list[Skipped], list[str]]:
@@ -89,32 +64,41 @@ def collect_reports(directory: Path) -> tuple[list[Any], list[Skipped], list[str
     older = sorted({a for _, a, _ in found if a != latest})
     if older:
         notes.append(f"attempt {latest} merged; earlier attempts {older} left out")
-    evidence: list[Any] = []
-    loaded: list[dict[str, Any]] = []
-    seen: set[int] = set()
+    bundles: dict[str, dict[str, Any]] = {}
+    ranks: dict[str, int] = {}
     for rank, attempt, path in found:
-        if attempt != latest or rank in seen:
+        if attempt != latest or rank in ranks.values():
             continue
         try:
             data = _load(path)
         except (OSError, ValueError) as exc:
             skipped.append(Skipped(source=str(path), reason=str(exc)[:200]))
             continue
-        seen.add(rank)
-        loaded.append(data)
-        items = _validate(data["evidence"], rank, str(path), skipped)
+        declared = data["ranks"].get("world_size") if isinstance(data.get("ranks"), dict) else None
+        bundles[str(path)], ranks[str(path)] = {"evidence": data["evidence"], "world_size": declared}, rank
+    merged = merge.merge(bundles, ranks=ranks)
+    skipped += merged.skipped
+    evidence = merged.evidence
+    for source, rank in ranks.items():
+        items = [e for e in evidence if e.rank == rank]
         try:
-            items += _rescan(items, rank, str(path))
+            evidence += _rescan(items, rank, source)
         except Exception as exc:
-            notes.append(f"{path}: log signatures not run: {type(exc).__name__}: {exc}")
-        evidence += items
-    world = _world_size(evidence, loaded)
-    for rank in range(world or 0):
-        if rank not in seen:
-            evidence.append(RankStatus(rank=rank, status="no_evidence", detail="no per-rank report",
-                                       text=f"rank {rank} wrote no report under {directory}",
-                                       provenance=Provenance(probe="hook-report", source=str(directory))))
+            notes.append(f"{source}: log signatures not run: {type(exc).__name__}: {exc}")
+    seen = set(ranks.values())
+    world = merged.world_size
+    quiet = [rank for rank in range(world or 0) if rank not in seen]
+    for rank in quiet:
+        evidence.append(RankStatus(rank=rank, status="no_evidence", detail=NO_REPORT,
+                                   text=f"rank {rank} wrote no report under {directory} ({NO_REPORT})",
+                                   provenance=Provenance(probe="hook-report", source=str(directory))))
+    if quiet:
+        notes.append(f"rank(s) {format_ranks(quiet)} wrote no report: the hook writes one only when its rank "
+                     "raises or stalls, so they did not fail (they may have been stopped by the launcher)")
     return evidence, skipped, notes
+
+
+NO_REPORT = "no hook report: the hook writes one only on an exception or a stall"
 
 
 def run_report(directory: Path) -> Report:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from diagnose.hook import capture
 from diagnose.hook.capture import HookConfig
-from diagnose.hook.watchdog import Watchdog, frame_position
+from diagnose.hook.watchdog import Watchdog, frame_position, thread_activity
 
 __all__ = ["install", "uninstall", "record", "watch", "step", "HookConfig"]
 
@@ -96,7 +96,9 @@ def _start_watchdog(config: HookConfig) -> None:
     ident, native = main.ident, getattr(main, "native_id", None)
 
     def progress() -> Any:
-        return _steps if config.progress == "step" else (_steps, frame_position(ident))
+        if config.progress == "step":
+            return _steps
+        return _steps, frame_position(ident), thread_activity(native)  # a C call or sleep still moves the clocks
 
     def on_stall(idle: float, sample: int) -> None:
         if _State.enabled:

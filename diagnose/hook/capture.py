@@ -101,17 +101,25 @@ def _finish(job: _Job, config: HookConfig, headline: str, use_engine: bool, note
     data = reportfile.build_report(evidence, meta, use_engine=use_engine)
     if not job.lock.acquire(timeout=1.0):
         return
+    unwritten: str | None = None
+    path: Path | None = None
     try:
         if job.done or (job.abandoned and use_engine):
             return
-        path = reportfile.write_report(reportfile.report_path(config.report_dir, rank, meta["attempt"]), data)
+        try:
+            path = reportfile.write_report(reportfile.report_path(config.report_dir, rank, meta["attempt"]), data)
+        except OSError as exc:  # full, read-only or not ours: say so once, never retry past the bound
+            unwritten = f"{exc.strerror or type(exc).__name__} ({config.report_dir})"
         with _history_lock:
             _history[:] = evidence[-500:]
         job.path = path
         job.done = True
     finally:
         job.lock.release()
-    if config.print_diagnosis:
+    if unwritten is not None:
+        _print([f"{reportfile.PREFIX} rank {rank}: report not written, the report directory refused it: "
+                f"{unwritten}; {headline}"[:400]])
+    elif config.print_diagnosis:
         _print(reportfile.summary_lines(data, headline, path))
 
 
@@ -205,7 +213,8 @@ def stall_collector(idle: float, steps: int, main_ident: int | None, main_native
             f"; wchan {wchan}" if wchan else "")
         job.evidence.append(collect.make("stack_sample", rank, "watchdog", text, activity=activity, op=op,
                                          call_site=site, frames=list(stacks.render(frames)),
-                                         thread="MainThread", sample=_samples_so_far()))
+                                         thread="MainThread", sample=_samples_so_far(),
+                                         exits=stacks.exits(frames) or None))
         job.evidence.append(collect.make("rank_status", rank, "watchdog", text, status="alive",
                                          detail=f"no progress for {idle:.1f}s"))
         job.stage = "environment"

@@ -134,7 +134,7 @@ def exception_evidence(exc: BaseException, rank: int | None, thread: str, uncaug
     out.append(make("stack_sample", rank, "exception", f"{_type_name(exc)} raised in {activity}"
                     + (f" ({op})" if op else "") + (f" at {site}" if site else ""),
                     activity=activity, op=op, call_site=site, frames=list(stacks.render(frames)),
-                    thread=thread))
+                    thread=thread, exits=stacks.exits(frames) or None))
     if uncaught and thread == "MainThread":
         out.append(make("rank_exit", rank, "exception", f"uncaught {_type_name(exc)}: {str(exc)[:300]}",
                         exitcode=1, message=f"{_type_name(exc)}: {str(exc)[:MAX_TEXT]}"))

@@ -13,6 +13,8 @@ import sys
 import types
 from collections.abc import Sequence
 
+from diagnose.probes.live import flow
+
 Frame = tuple[str, int, str, str]
 
 COLLECTIVES = frozenset({
@@ -121,6 +123,17 @@ def classify(frames: Sequence[Frame], wchan: str | None = None) -> tuple[str, st
     if any(_EVAL_NAME.search(f[2]) for f in frames if is_user_frame(f[0])):
         return "evaluation", None, call_site
     return ("user_code" if user else "unknown"), None, call_site
+
+
+def exits(frames: Sequence[Frame], limit: int = 40) -> dict[str, int]:
+    """'file:line' of user frames whose block goes on to a continue/break/return/raise (its line)."""
+    out: dict[str, int] = {}
+    for filename, line, _, _ in frames[:limit]:
+        if is_user_frame(filename) and line:
+            after = flow.exit_after(filename, line)
+            if after is not None:
+                out[f"{short_path(filename)}:{line}"] = after
+    return out
 
 
 def render(frames: Sequence[Frame], limit: int = 40) -> tuple[str, ...]:

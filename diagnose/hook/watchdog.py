@@ -68,3 +68,19 @@ def frame_position(ident: int | None) -> Hashable:
     if frame is None:
         return None
     return (id(frame.f_code), frame.f_lasti, id(frame))
+
+
+def thread_activity(native_id: int | None) -> Hashable:
+    """CPU ticks and voluntary context switches of a thread (Linux): they move while it computes in C or
+    sleeps in a loop, and stay put while it blocks for good (a collective, a lock, an event)."""
+    if native_id is None:
+        return None
+    task = f"/proc/self/task/{native_id}"
+    try:
+        with open(f"{task}/stat", encoding="ascii", errors="replace") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+        with open(f"{task}/status", encoding="ascii", errors="replace") as fh:
+            switches = next((line.split()[1] for line in fh if line.startswith("voluntary_ctxt_switches")), "")
+        return (int(fields[11]) + int(fields[12]), switches)
+    except (OSError, ValueError, IndexError):
+        return None

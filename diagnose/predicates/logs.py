@@ -215,7 +215,7 @@ def ranks_never_arrived(ctx: Context) -> Binding | None:
     quiet = {"missing"} if ctx.group_initialized() else {"missing", "no_evidence"}
     missing = {s.rank for s in ctx.of("rank_status") if s.status in quiet and s.rank is not None}
     cited += [s for s in ctx.of("rank_status") if s.rank in missing]
-    if expected and seen:
+    if expected and seen and not ctx.group_initialized():  # past init, every rank had arrived
         missing |= set(range(expected)) - seen
     if not missing and not cited:
         return None

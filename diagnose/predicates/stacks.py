@@ -10,12 +10,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from diagnose.analyzers.stacks import RankView, alive, env_conflicts, is_waiting, rank_views
+from diagnose.analyzers.stacks import RankView, alive, coming, env_conflicts, is_waiting, rank_views
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, predicate
 from diagnose.ranks import format_ranks
 
-_PLACE_FIELDS = ("where", "waiting", "place", "call_site")
+_PLACE_FIELDS = ("where", "waiting", "place", "call_site", "frame")
 
 
 def _views(ctx: Context) -> dict[int, RankView]:
@@ -43,23 +43,30 @@ def _majority(views: dict[int, RankView]) -> tuple[str | None, list[RankView]]:
 
 def _binding(culprits: list[RankView], waiters: list[RankView], ctx: Context) -> Binding:
     first = culprits[0]
+    frame = first.sample.frames[0] if first.sample is not None and first.sample.frames else None
     return Binding(frozenset(v.rank for v in culprits), _cite(culprits + waiters[:3], ctx), {
         "where": first.label, "call_site": first.call_site or "an unknown call site",
+        "frame": frame or first.call_site or "an unknown frame",
         "waiting": format_ranks(v.rank for v in waiters), "place": waiters[0].label if waiters else "?", "count": len(culprits)})
 
 
 @predicate(binds=_PLACE_FIELDS, kinds=("stack_sample",))
-def rank_elsewhere_while_others_wait(ctx: Context, activities: Sequence[str],
-                                     max_fraction: float = 0.5) -> Binding | None:
+def rank_elsewhere_while_others_wait(ctx: Context, activities: Sequence[str], max_fraction: float = 0.5,
+                                     position: str = "any") -> Binding | None:
     """Alive ranks whose main thread is in one of `activities` while the other ranks wait in a collective.
 
     The ranks elsewhere must be at most `max_fraction` of the ranks sampled (ties allowed for two ranks).
+    `position`: "coming" keeps only ranks on their way to the collective (stack moving between
+    samples, or standing before the waiters' call in the same function); "skipped" only the
+    others (past the call, in another branch, or not comparable); "any" both.
     """
     views = _views(ctx)
     sampled = [v for v in views.values() if v.sample is not None and alive(v)]
     odd = [v for v in sampled if v.activity in activities and not is_waiting(v)]
     waiters = [v for v in sampled if is_waiting(v)]
     if not odd or not waiters or len(odd) + len(waiters) != len(sampled):
+        return None
+    if position != "any" and any(coming(v, waiters) != (position == "coming") for v in odd):
         return None
     if len(odd) > max(1, max_fraction * len(sampled)):
         return None

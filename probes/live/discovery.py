@@ -15,12 +15,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import psutil
 import yaml
 
 from diagnose.errors import ProbeError
+from diagnose.probes.live import rankid
+from diagnose.ranks import format_ranks
 from diagnose.yamlload import builtin_rules_dir
 
 KINDS = ("slurm", "torchrun", "pid")
@@ -42,6 +45,9 @@ class ProcInfo:
     rank_var: str | None = None
     parent_pid: int | None = None  # for workers: the rank process that started them
     launcher: str | None = None
+    rank_source: str | None = None  # how the rank was identified, in words
+    node_rank: int | None = None
+    spawned: bool = False  # a child of a multiprocessing start method
 
 
 @dataclass
@@ -70,6 +76,13 @@ def process_signatures() -> dict[str, Any]:
     for key in ("launchers", "helpers"):
         for item in data[key]:
             item["re"] = re.compile(item["cmdline"])
+    for key in ("never_ranks", "spawned_child", "forkserver"):
+        data[f"{key}_re"] = re.compile(data[key])
+    data["arguments_re"] = {k: [re.compile(p) for p in v] for k, v in data["arguments"].items()}
+    for item in data["rank_locals"]:
+        for key in ("file", "function", "name"):
+            if key in item:
+                item[f"{key}_re"] = re.compile(item[key])
     return data
 
 
@@ -87,7 +100,38 @@ def discover(job: str) -> Job:
             found = _classify(k, ident, pids, environs)
             if found.ranks:
                 return found
-    raise ProbeError(f"no rank process of job {ident!r} on this host (tried {', '.join(tried)} id)")
+    raise ProbeError(f"no rank process of job {ident!r} on this host (tried {', '.join(tried)} id)"
+                     + _why_not(ident, tried, environs))
+
+
+def pid_max() -> int:
+    """The largest process id this kernel hands out."""
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return 4194304
+
+
+def _why_not(ident: str, tried: list[str], environs: _EnvironScan) -> str:
+    """The reason discovery found nothing, where one can be told: a pid out of range, permissions."""
+    if ident.isdigit() and int(ident) > pid_max() and "pid" in tried:
+        return f"; {ident} is no process id (the largest is {pid_max()})"
+    if ident.isdigit() and "pid" in tried and int(ident) in environs.denied:
+        owner = _owner(int(ident))
+        return (f"; permission denied: process {ident} belongs to {owner}, whose environment and stacks this "
+                "user cannot read (run as that user, or as root)")
+    if environs.denied:
+        owners = sorted({_owner(p) for p in environs.denied})
+        return (f"; permission denied reading {len(environs.denied)} process(es) of other users ({', '.join(owners[:3])}):"
+                " if the job is theirs, run as that user or as root")
+    return ""
+
+
+def _owner(pid: int) -> str:
+    try:
+        return f"uid {psutil.Process(pid).uids().real}"
+    except psutil.Error:
+        return "another user"
 
 
 def _not_self(pids: list[int], environs: _EnvironScan) -> list[int]:
@@ -106,12 +150,13 @@ class _EnvironScan:
 
     def __init__(self) -> None:
         self._all: dict[int, dict[str, str]] | None = None
+        self.denied: set[int] = set()  # processes whose environment this user may not read
 
     def all(self) -> dict[int, dict[str, str]]:
         if self._all is None:
             self._all = {}
             for proc in psutil.process_iter():
-                env = read_environ(proc.pid)
+                env = self._read(proc.pid)
                 if env:
                     self._all[proc.pid] = env
         return self._all
@@ -119,7 +164,17 @@ class _EnvironScan:
     def get(self, pid: int) -> dict[str, str]:
         if self._all is not None and pid in self._all:
             return self._all[pid]
-        return read_environ(pid)
+        return self._read(pid)
+
+    def _read(self, pid: int) -> dict[str, str]:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                return _parse_environ(fh.read(1 << 20))
+        except PermissionError:
+            self.denied.add(pid)
+        except OSError:
+            pass
+        return {}
 
 
 def read_environ(pid: int) -> dict[str, str]:
@@ -129,6 +184,10 @@ def read_environ(pid: int) -> dict[str, str]:
             raw = fh.read(1 << 20)
     except OSError:
         return {}
+    return _parse_environ(raw)
+
+
+def _parse_environ(raw: bytes) -> dict[str, str]:
     env: dict[str, str] = {}
     for item in raw.split(b"\0"):
         key, sep, value = item.partition(b"=")
@@ -161,7 +220,7 @@ def _find_torchrun(ident: str, environs: _EnvironScan) -> list[int]:
 
 
 def _find_pid(ident: str, environs: _EnvironScan) -> list[int]:
-    if not ident.isdigit() or not psutil.pid_exists(int(ident)):
+    if not ident.isdigit() or int(ident) > pid_max() or not psutil.pid_exists(int(ident)):
         return []
     return _with_descendants([int(ident)])
 
@@ -210,18 +269,37 @@ def _first_int(env: Mapping[str, str], names: list[str]) -> tuple[int | None, st
     return None, None
 
 
+def _argument(cmdline: str, key: str) -> tuple[int | None, str | None]:
+    """An integer the command line passes for `key` (rank, local_rank, world_size), and the text."""
+    for pattern in process_signatures()["arguments_re"].get(key, []):
+        m = pattern.search(cmdline)
+        if m:
+            return int(m.group(1)), m.group(0).strip()
+    return None, None
+
+
 def describe(pid: int, env: Mapping[str, str]) -> ProcInfo:
     """What one process is, from its command line and rank variables alone."""
     sig = process_signatures()
     cmd = _cmdline(pid)
     rank, var = _first_int(env, sig["rank"])
+    source = f"{var} in its environment" if var else None
+    if rank is None:
+        rank, arg = _argument(cmd, "rank")
+        var, source = (None, None) if rank is None else ("argument", f"argument '{arg}' on its command line")
+    local_rank = _first_int(env, sig["local_rank"])[0]
+    world_size = _first_int(env, sig["world_size"])[0]
     info = ProcInfo(pid=pid, ppid=_ppid(pid), cmdline=cmd, env=env, rank=rank, rank_var=var,
-                    local_rank=_first_int(env, sig["local_rank"])[0],
-                    world_size=_first_int(env, sig["world_size"])[0],
-                    local_world_size=_first_int(env, sig["local_world_size"])[0])
+                    local_rank=local_rank if local_rank is not None else _argument(cmd, "local_rank")[0],
+                    world_size=world_size if world_size is not None else _argument(cmd, "world_size")[0],
+                    local_world_size=_first_int(env, sig["local_world_size"])[0], rank_source=source,
+                    node_rank=_first_int(env, sig["node_rank"])[0],
+                    spawned=bool(sig["spawned_child_re"].search(cmd)))
     launcher = _is_launcher(cmd)
     if launcher:
         return _replace(info, role="launcher", launcher=launcher)
+    if sig["never_ranks_re"].search(cmd):
+        return _replace(info, role="worker", rank=None)
     if any(h["re"].search(cmd) for h in sig["helpers"]):
         return _replace(info, role="worker")
     return info if rank is not None else _replace(info, role="other")
@@ -236,13 +314,15 @@ def _classify(kind: str, ident: str, pids: list[int], environs: _EnvironScan) ->
     infos = {p: i for p, i in infos.items() if i.cmdline or i.env}
     job = Job(kind=kind, id=ident)
     anc = {p: _ancestors(p, infos) for p in infos}
+    infos = rankid.assign(infos, anc, process_signatures())
     candidates = {p for p, i in infos.items() if i.role == "rank"}
-    spawners = {c for c in candidates for d in candidates
-                if c in anc[d] and (infos[d].rank, infos[d].rank_var) != (infos[c].rank, infos[c].rank_var)}
+    spawners = {c for c in candidates for d in candidates if c in anc[d] and infos[c].rank_var != rankid.STARTER
+                and (infos[d].rank, infos[d].rank_var) != (infos[c].rank, infos[c].rank_var)}
     candidates -= spawners
     for pid in sorted(infos):
         info = infos[pid]
-        owner = next((a for a in anc[pid] if a in candidates), None)
+        owner = next((a for a in anc[pid] if a in candidates and (info.role != "rank" or info.rank == infos[a].rank)),
+                     None)  # a helper of a rank carries the rank's own variables, or none
         if pid in spawners:
             job.launchers.append(_replace(info, role="launcher", launcher="launcher process"))
         elif owner is not None and info.role != "launcher":
@@ -251,7 +331,7 @@ def _classify(kind: str, ident: str, pids: list[int], environs: _EnvironScan) ->
             job.ranks.append(info)
         elif info.role == "launcher":
             job.launchers.append(info)
-    job.ranks.sort(key=lambda i: (i.rank if i.rank is not None else -1, i.pid))
+    job.ranks = sorted(rankid.confirm_rank0(job.ranks), key=lambda i: (i.rank if i.rank is not None else -1, i.pid))
     rank_of = {i.pid: (i.rank if i.rank is not None else -1) for i in job.ranks}
     job.workers.sort(key=lambda w: (rank_of.get(w.parent_pid or -1, -1), w.pid))  # grouped by their rank
     _expected(job)
@@ -296,3 +376,38 @@ def _local_expected(job: Job) -> set[int] | None:
 
 def _span(ranks: list[int]) -> str:
     return ",".join(str(r) for r in ranks) if len(ranks) < 4 else f"{ranks[0]}-{ranks[-1]}"
+
+
+def relabel_from_locals(job: Job, threads_by_pid: Mapping[int, list[dict[str, Any]]], library: Any) -> dict[int, int]:
+    """Ranks known only by start order or the store, settled by py-spy locals; returns {old rank: new rank}.
+
+    Changes `job` in place; nothing changes unless the locals name a distinct rank for every such process.
+    """
+    weak = [i for i in job.ranks if i.rank_var in (rankid.ORDER, "store")]
+    if not weak:
+        return {}
+    found = rankid.ranks_from_locals({i.pid: threads_by_pid.get(i.pid, []) for i in weak},
+                                     process_signatures(), library)
+    if set(found) != {i.pid for i in weak} or {r for r, _ in found.values()} & {
+            i.rank for i in job.ranks if i not in weak}:
+        return {}
+    moved = {i.rank: found[i.pid][0] for i in weak if i.rank is not None}
+    job.ranks = sorted((_replace(i, rank=found[i.pid][0], rank_source=found[i.pid][1], rank_var="py-spy locals")
+                        if i.pid in found else i for i in job.ranks), key=lambda i: (i.rank or 0, i.pid))
+    return {old: new for old, new in moved.items() if old != new}
+
+
+def identified_line(job: Job) -> str:
+    """How each rank was identified, in one line (ranks grouped by the kind of source)."""
+    groups: dict[str, list[ProcInfo]] = {}
+    for info in job.ranks:
+        groups.setdefault(info.rank_var or "?", []).append(info)
+    parts = []
+    for infos in groups.values():
+        ranks = sorted(i.rank for i in infos if i.rank is not None)
+        if len(infos) == 1 or infos[0].rank_var in process_signatures()["rank"]:
+            parts.append(f"rank{'s' if len(ranks) > 1 else ''} {format_ranks(ranks)}: {infos[0].rank_source}")
+        else:
+            parts.extend(f"rank {i.rank}: {i.rank_source}" for i in infos[:4])
+            parts += [f"... ({len(infos) - 4} more the same way)"] if len(infos) > 4 else []
+    return "ranks identified by " + "; ".join(parts)

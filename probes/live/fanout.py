@@ -7,7 +7,6 @@ evidence is merged here and the engine runs once on the whole.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -18,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagnose.evidence import Provenance, RankStatus, parse_evidence
+from diagnose.evidence import Provenance, RankStatus
 from diagnose.output.report import Skipped
+from diagnose.probes.live import bundle, merge
 
 _ACTIVE = ("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
-_LIVE_KINDS = ("rank_env", "stack_sample", "memory_state")
 
 
 @dataclass
@@ -152,12 +151,12 @@ def collect_nodes(job: SlurmJob, timeout: float, native: bool = False
     failed: dict[str, str] = {}
     for task, node in enumerate(job.nodes):
         try:
-            reports[node] = json.loads("\n".join(per_out.get(task, [])))
+            reports[node] = bundle.from_json("\n".join(per_out.get(task, [])))
         except ValueError:
             errs = [e for e in per_err.get(task, []) if e.strip()] or [e for e in stderr.splitlines() if e.strip()]
             failed[node] = errs[-1].strip() if errs else f"no output (srun exit {rc})"
     evidence, skipped, notes = merge_reports(reports, failed)
-    notes.insert(0, f"job {job.id!r} read as a Slurm job id; probed {len(job.nodes)} node(s) "
+    notes.insert(0, f"job {job.id} read as a Slurm job id; probed {len(job.nodes)} node(s) "
                     f"({', '.join(job.nodes)}) through srun --overlap, {len(failed)} failed")
     raw = {"job": {"kind": "slurm", "id": job.id, "nodes": job.nodes, "command": cmd, "failed": failed,
                    "node_notes": {n: r.get("notes", []) for n, r in reports.items()}}, "dumps": []}
@@ -176,21 +175,11 @@ def demux_labels(text: str) -> dict[int, list[str]]:
 
 def merge_reports(reports: dict[str, dict[str, Any]], failed: dict[str, str]
                   ) -> tuple[list[Any], list[Skipped], list[str]]:
-    """One evidence list from per-node ``--local`` reports; failed nodes leave no_evidence ranks and a note."""
-    evidence: list[Any] = []
-    skipped: list[Skipped] = []
-    notes: list[str] = []
-    for node, rep in reports.items():
-        evidence.extend(parse_evidence(rep.get("evidence") or []))
-        skipped.extend(Skipped(**s) for s in rep.get("skipped", []))
-        notes.extend(f"{node}: {n}" for n in rep.get("notes", []) if not n.startswith("probed in"))
-    seen = {e.rank for e in evidence if e.kind in _LIVE_KINDS or (e.kind == "rank_status" and e.status not in
-                                                                   ("missing", "no_evidence"))}
-    evidence = [e for e in evidence if not (e.kind == "rank_status" and e.status in ("missing", "no_evidence")
-                                            and e.rank in seen)]
-    evidence = _dedupe_status(evidence)
-    unseen = sorted(r for r in range(_world_size(evidence)) if r not in seen)
-    quiet = {e.rank for e in evidence if e.kind == "rank_status" and e.status in ("missing", "no_evidence")}
+    """One evidence list from per-node ``--local`` bundles; failed nodes leave no_evidence ranks and a note."""
+    merged = merge.merge({node: {**rep, "notes": [n for n in rep.get("notes", []) if not n.startswith("probed in")]}
+                          for node, rep in reports.items()})
+    evidence, notes = merged.evidence, merged.notes
+    unseen = merged.unseen()
     for node, reason in failed.items():
         notes.append(f"probe on node {node} failed: {reason}")
     if not failed:  # every node answered: a rank none of them runs is missing, not elsewhere
@@ -199,28 +188,9 @@ def merge_reports(reports: dict[str, dict[str, Any]], failed: dict[str, str]
                     for e in evidence]
     else:
         where = ", ".join(failed)
-        for r in unseen:
-            if r in quiet:
-                evidence = [e for e in evidence if not (e.kind == "rank_status" and e.rank == r)]
-            evidence.append(RankStatus(rank=r, status="no_evidence", detail=f"probe failed on {where}",
-                                       text=f"rank {r}: no evidence, the probe failed on node(s) {where}",
-                                       provenance=Provenance(probe="slurm fan-out", source="srun --overlap",
-                                                             host=where)))
-    return evidence, skipped, notes
-
-
-def _dedupe_status(evidence: list[Any]) -> list[Any]:
-    """One missing/no_evidence status per rank (each node reports the ranks it lacks); missing wins."""
-    best: dict[int | None, Any] = {}
-    for e in evidence:
-        if e.kind == "rank_status" and e.status in ("missing", "no_evidence") and (
-                e.rank not in best or (e.status == "missing" and best[e.rank].status != "missing")):
-            best[e.rank] = e
-    return [e for e in evidence if not (e.kind == "rank_status" and e.status in ("missing", "no_evidence"))
-            or best.get(e.rank) is e]
-
-
-def _world_size(evidence: list[Any]) -> int:
-    sizes = [int(v) for e in evidence if e.kind == "rank_env"
-             for v in [e.variables.get("WORLD_SIZE", "")] if v.isdigit()]
-    return max(sizes, default=0)
+        evidence = [e for e in evidence if not (e.kind == "rank_status" and e.rank in unseen)]
+        evidence += [RankStatus(rank=r, status="no_evidence", detail=f"probe failed on {where}",
+                                text=f"rank {r}: no evidence, the probe failed on node(s) {where}",
+                                provenance=Provenance(probe="slurm fan-out", source="srun --overlap", host=where))
+                     for r in unseen]
+    return evidence, merged.skipped, notes

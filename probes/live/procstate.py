@@ -75,6 +75,8 @@ def rank_env(info: ProcInfo, host: str | None) -> RankEnv:
         variables["torch_version"] = version
     if info.rank_var:
         variables["rank_variable"] = info.rank_var
+    if info.rank_source:
+        variables["rank_source"] = info.rank_source
     shown = " ".join(f"{k}={variables[k]}" for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
                                                        "MASTER_PORT") if k in variables)
     return RankEnv(rank=info.rank, provenance=_prov(f"/proc/{info.pid}/environ", host, info.pid),

@@ -25,6 +25,7 @@ import yaml
 
 from diagnose.evidence import Provenance, StackSample
 from diagnose.output.report import Skipped
+from diagnose.probes.live import flow
 from diagnose.yamlload import builtin_rules_dir
 
 PROBE = "stacks"
@@ -124,6 +125,38 @@ def classify(frames: list[dict[str, Any]], wchan: str | None = None) -> Activity
         elif any(_matches(item, f) for f in frames):
             return Activity(item["activity"], None, site, epoch, batch)
     return Activity("user_code" if site else "unknown", None, site, epoch, batch)
+
+
+MAX_COUNTERS = 16
+
+
+def user_counters(frames: list[dict[str, Any]]) -> dict[str, int]:
+    """Integer locals of user frames, as 'function.name' (a step counter changes while a rank progresses)."""
+    sig = frame_signatures()
+    out: dict[str, int] = {}
+    for frame in frames:
+        name = str(frame.get("filename", ""))
+        if _is_native(frame) or sig["library_re"].search(name):
+            continue
+        for local in frame.get("locals") or []:
+            value = str(local.get("repr", ""))
+            if value.lstrip("-").isdigit() and len(value) < 19 and len(out) < MAX_COUNTERS:
+                out.setdefault(f"{frame.get('name')}.{local.get('name')}", int(value))
+    return out
+
+
+def user_exits(frames: list[dict[str, Any]]) -> dict[str, int]:
+    """'file:line' of user frames whose block goes on to an exit statement (probes/live/flow.py)."""
+    sig = frame_signatures()
+    out: dict[str, int] = {}
+    for frame in frames[:MAX_FRAMES]:
+        name = str(frame.get("filename", ""))
+        if _is_native(frame) or sig["library_re"].search(name) or not isinstance(frame.get("line"), int):
+            continue
+        line = flow.exit_after(name, frame["line"])
+        if line is not None:
+            out[f"{frame.get('short_filename') or name}:{frame['line']}"] = line
+    return out
 
 
 def _user_context(frames: list[dict[str, Any]]) -> tuple[str | None, int | None, int | None]:
@@ -235,19 +268,24 @@ def to_evidence(d: Dump) -> StackSample | None:
     return StackSample(rank=t.rank, provenance=prov, text=text, time=d.time, activity=act.activity,
                        op=act.op, call_site=act.call_site, frames=rendered,
                        thread=(thread or {}).get("thread_name"), sample=d.sample, epoch=act.epoch,
-                       batch=act.batch)
+                       batch=act.batch, counters=user_counters(frames), exits=user_exits(frames))
 
 
 def sample_stacks(targets: list[Target], *, samples: int = 2, interval: float = 0.2,
-                  timeout: float = 2.0, native_for: tuple[str, ...] = ("backward",)) -> StackResult:
-    """Sample every target ``samples`` times, in parallel; native frames where the activity needs them."""
-    out = StackResult()
-    if pyspy_binary() is None:
+                  timeout: float = 2.0, native_for: tuple[str, ...] = ("backward",), first: int = 0,
+                  out: StackResult | None = None) -> StackResult:
+    """Sample every target ``samples`` times, in parallel; native frames where the activity needs them.
+
+    ``first`` numbers the samples from there and ``out`` adds them to an earlier result (a later sample).
+    """
+    more = out is not None
+    out = out if out is not None else StackResult()
+    if pyspy_binary() is None and not more:
         out.notes.append("py-spy not found: stacks replaced by /proc state and wait channel")
     native: set[int] = set()
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(targets)))) as pool:
-        for i in range(samples):
-            if i:
+        for i in range(first, first + samples):
+            if i > first or more:
                 time.sleep(interval)
             dumps = list(pool.map(lambda t, i=i: dump(t, i, native=t.pid in native,
                                                       timeout=timeout * (2 if t.pid in native else 1)),
@@ -265,6 +303,8 @@ def sample_stacks(targets: list[Target], *, samples: int = 2, interval: float = 
 
 def _failures(out: StackResult) -> None:
     """Turn failed dumps into skipped entries and notes, once per process."""
+    out.skipped = []
+    out.notes = [n for n in out.notes if not n.startswith("ptrace refused")]
     seen: set[int] = set()
     for d in out.dumps:
         if d.error and d.target.pid not in seen:
@@ -272,3 +312,29 @@ def _failures(out: StackResult) -> None:
             out.skipped.append(Skipped(source=f"rank {d.target.rank} pid {d.target.pid}", reason=d.error))
     if any("ptrace" in (d.error or "") for d in out.dumps):
         out.notes.append("ptrace refused: stacks replaced by /proc state and wait channel")
+
+
+def main_frames(dumps: list[Dump]) -> dict[int, list[dict[str, Any]]]:
+    """The main thread's frames (with locals) of each process's first successful dump."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for d in dumps:
+        if d.threads is not None and d.target.pid not in out:
+            thread = main_thread(d.threads, d.target.pid)
+            out[d.target.pid] = list((thread or {}).get("frames") or [])
+    return out
+
+
+def relabel(result: StackResult, rank_of: dict[int, int | None]) -> None:
+    """Give the dumps and samples of each pid the rank `rank_of` says (after discovery settled it)."""
+    for d in result.dumps:
+        d.target = Target(pid=d.target.pid, rank=rank_of.get(d.target.pid, d.target.rank), host=d.target.host)
+    fixed = []
+    for ev in result.evidence:
+        rank = rank_of.get(ev.provenance.pid or -1, ev.rank)
+        text = ev.text.replace(f"rank {ev.rank}:", f"rank {rank}:", 1) if ev.text else ev.text
+        fixed.append(ev.model_copy(update={"rank": rank, "text": text}))
+    result.evidence = fixed
+    result.skipped = [s.model_copy(update={"source": f"rank {rank_of.get(int(s.source.rsplit(' ', 1)[1]))} "
+                                                      f"pid {s.source.rsplit(' ', 1)[1]}"})
+                      if s.source.startswith("rank ") and s.source.rsplit(" ", 1)[1].isdigit() else s
+                      for s in result.skipped]

@@ -52,6 +52,11 @@ def test_crash_on_rank1(tmp_path):
         assert any(e.kind == "rank_status" and e.status == "no_evidence" and e.rank == 0 for e in evidence)
     if rules_present():
         assert _top_cause(run.report_dir) == ("rank_failure", [1])
+        merged = run_report(run.report_dir)
+        every = [(c.id, c.summary) for c in merged.causes]
+        assert not [x for x in every if x[0] in ("launcher_misconfig", "rendezvous_misconfig")
+                    or "never started" in x[1]], every  # rank 0 got past init: it did not fail, it started
+        assert any("wrote no report" in n and "did not fail" in n for n in merged.notes), merged.notes
 
 
 def test_host_oom_on_rank1(tmp_path):

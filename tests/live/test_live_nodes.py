@@ -1,4 +1,4 @@
-"""Merging per-node `hang --local` reports (the Slurm fan-out), without Slurm: failed nodes, missing ranks."""
+"""Merging per-node `hang --local` bundles (the Slurm fan-out), without Slurm: failed nodes, missing ranks."""
 
 from __future__ import annotations
 
@@ -44,3 +44,15 @@ def test_rank_on_no_node_is_missing() -> None:
 def test_srun_label_demux() -> None:
     text = '0: {"a":\n1: {"b": 2}\n0:  1}\nsrun: error: n2: task 1: Exited\n'
     assert demux_labels(text) == {0: ['{"a":', ' 1}'], 1: ['{"b": 2}']}
+
+
+def test_bundle_round_trip_through_stdout_and_folder(tmp_path) -> None:
+    from diagnose.probes.live import bundle
+
+    node = _node("n1", [0, 1], 2, [])
+    text = bundle.to_json(node["evidence"], node["skipped"], node["notes"])
+    assert bundle.from_json(text) == {"evidence": node["evidence"], "skipped": node["skipped"], "notes": node["notes"]}
+    bundle.write(tmp_path, node["evidence"], node["skipped"], node["notes"])
+    assert bundle.read(tmp_path) == bundle.from_json(text)
+    evidence, _, _ = merge_reports({"n1": bundle.read(tmp_path)}, {})
+    assert sorted({e.rank for e in evidence if e.kind == "stack_sample"}) == [0, 1]

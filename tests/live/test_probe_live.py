@@ -14,7 +14,7 @@ import pytest
 from diagnose.analyzers.stacks import rank_views
 from diagnose.commands.hang import collect, run_hang
 from diagnose.evidence import RankEnv, RankStatus, StackSample, parse_evidence
-from diagnose.probes.live import discovery, stacks
+from diagnose.probes.live import bundle, discovery, stacks
 
 pytestmark = pytest.mark.torch
 
@@ -37,7 +37,7 @@ def test_skipped_allreduce_three_ranks(hung_job) -> None:
         0: "collective all_reduce", 1: "sleeping", 2: "collective all_reduce"}
     assert views[1].call_site and views[1].call_site.startswith("hang_job.py:")
     assert not skipped
-    assert notes[0] == f"job '{job.pid}' read as a launcher pid"
+    assert notes[0] == f"job {job.pid} read as a launcher pid"
     envs = {e.rank: e.variables for e in evidence if isinstance(e, RankEnv)}
     assert envs[2]["WORLD_SIZE"] == "3" and envs[2]["torch_version"].startswith("2.13")
     assert_unharmed(job, {r: v.activity for r, v in views.items()})
@@ -54,6 +54,8 @@ def test_checkpoint_by_run_id_and_save(hung_job, tmp_path) -> None:
     assert views[0].activity == "checkpoint_io" and views[0].call_site.startswith("hang_job.py:")
     assert views[1].place == "barrier barrier"
     assert any(p.name.startswith("rank0.") for p in (out / "pyspy").iterdir())
+    saved = bundle.read(out)  # the bundle: evidence.jsonl, skipped.jsonl, notes.txt
+    assert len(saved["evidence"]) == len(records) and saved["notes"][-1] == f"evidence saved to {out}"
     table = json.loads((out / "processes.json").read_text())
     roles = sorted(p["role"] for p in table["processes"])
     assert roles == ["launcher", "rank", "rank"]
@@ -144,3 +146,15 @@ def test_srun_style_ranks_by_slurm_job_id_from_environ(hung_job, monkeypatch) ->
                                                                           (1, "SLURM_PROCID", 2)]
     assert [i.pid for i in found.ranks] == [job.rank_pids[0], job.rank_pids[1]]
     assert found.launchers == [] and found.missing == []
+
+
+def test_local_probe_returns_a_bundle_not_a_diagnosis(hung_job) -> None:
+    """What a node sends back in the Slurm fan-out: the evidence bundle; the engine runs only in the parent."""
+    job = hung_job("skip_allreduce", nproc=2, launcher="plain")
+    out = run_hang(f"pid:{job.pid}", local=True)
+    assert isinstance(out, str)
+    data = bundle.from_json(out)
+    assert "causes" not in json.loads(out)
+    views = rank_views(parse_evidence(data["evidence"]))
+    assert views[1].activity == "sleeping" and views[0].place == "collective all_reduce"
+    assert any(n.startswith("ranks identified by rank") for n in data["notes"])

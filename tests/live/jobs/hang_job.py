@@ -87,6 +87,64 @@ def dataloader(rank: int) -> None:
         dist.all_reduce(batch)
 
 
+def slow_before(rank: int) -> None:
+    """Rank 1 is slow (a long sleep) before the all_reduce the others already wait in: coming, not skipped."""
+    t = torch.ones(4)
+    ready(rank)
+    if rank == 1:
+        time.sleep(600)
+    dist.all_reduce(t)
+
+
+def skip_continue(rank: int) -> None:
+    """Rank 1 sleeps, then `continue`s past the all_reduce written after it: skipped, though earlier in the file."""
+    t = torch.ones(4)
+    for step in range(3):
+        if rank == 1 and step == 1:
+            ready(rank)
+            time.sleep(600)
+            continue
+        if step == 1:
+            ready(rank)
+        dist.all_reduce(t)
+
+
+def busy(seconds: float) -> int:
+    """Pure-Python work: its counter moves between two stack samples."""
+    count = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        count += 1
+    return count
+
+
+def slow_compute(rank: int) -> None:
+    """Rank 1 computes alone before the all_reduce the others wait in."""
+    t = torch.ones(4)
+    ready(rank)
+    if rank == 1:
+        busy(600)
+    dist.all_reduce(t)
+
+
+def healthy(rank: int) -> None:
+    """A healthy loop: an all_reduce per step and a little work."""
+    for step in range(10**9):
+        if step == 3:
+            ready(rank)
+        dist.all_reduce(torch.ones(4))
+        time.sleep(0.01)
+
+
+def healthy_slow(rank: int) -> None:
+    """Healthy but slow: each step works 0.3 s before its all_reduce."""
+    for step in range(10**9):
+        if step == 1:
+            ready(rank)
+        time.sleep(0.3)
+        dist.all_reduce(torch.ones(4))
+
+
 def _leave_orphan() -> None:
     """Fork a child that outlives this rank and keeps its sockets open (as NCCL's helpers do)."""
     child = os.fork()
@@ -121,14 +179,25 @@ def dead_traceback(rank: int) -> None:
     dist.all_reduce(t)
 
 
-def main() -> None:
-    if "RANK" not in os.environ:  # srun-style: set after exec, so invisible in /proc/PID/environ
+def run(rank: int | None = None, world: int | None = None) -> None:
+    """Join the gloo group (as `rank` of `world`, or from the environment) and run the scenario."""
+    if rank is None and "RANK" not in os.environ:  # srun-style: set after exec, so invisible in /proc/PID/environ
         os.environ.update(RANK=os.environ["SLURM_PROCID"], WORLD_SIZE=os.environ["SLURM_NTASKS"])
+    if rank is not None:  # set in-process: invisible in /proc/PID/environ, as launchers that pass the rank
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world))
     dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT))
     rank = dist.get_rank()
     dist.all_reduce(torch.ones(1))
     globals()[SCENARIO](rank)
     time.sleep(600)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if "--rank" in args:  # a shell loop passing the rank as an argument
+        run(int(args[args.index("--rank") + 1]), int(args[args.index("--world-size") + 1]))
+    else:
+        run()
 
 
 if __name__ == "__main__":

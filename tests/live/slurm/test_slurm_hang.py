@@ -46,9 +46,9 @@ def _assert_diagnosis(report: dict, job, kind_note: str) -> None:
     assert (top["id"], top["ranks"]) == ("collective_mismatch", [1]), [(c["id"], c["ranks"]) for c in report["causes"]]
     assert report["ranks"]["seen"] == [0, 1] and report["ranks"]["missing"] == []
     assert any(kind_note in n for n in report["notes"]), report["notes"]
-    pids = ", ".join(f"{r}:{p}" for r, p in sorted(job.rank_pids.items()))
+    pids = ", ".join(f"rank {r} pid {p}" for r, p in sorted(job.rank_pids.items()))
     found = [n for n in report["notes"] if "rank processes" in n]
-    assert found and all(f"(rank:pid {pids})" in n for n in found), (found, pids)  # not the agent or the shell
+    assert found and all(f"({pids})" in n for n in found), (found, pids)  # not the agent or the shell
 
 
 @pytest.mark.parametrize("form", ["bare", "prefixed"])
@@ -63,7 +63,7 @@ def test_cli_diagnoses_slurm_job(slurm_job, form) -> None:
     elapsed = time.monotonic() - t0
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    _assert_diagnosis(report, job, f"job '{job.id}' read as a Slurm job id")
+    _assert_diagnosis(report, job, f"job {job.id} read as a Slurm job id")
     assert any(f"job-{job.id}.out" in n for n in report["notes"]), report["notes"]  # its output file was read
     assert elapsed < 10, elapsed
     _assert_unharmed(job, cluster, before)
@@ -74,7 +74,7 @@ def test_fanout_through_srun_matches_local(slurm_job) -> None:
     before = _activities(job)
     local = run_hang(f"slurm:{job.id}", fanout=False).to_json_dict()
     fanned = run_hang(f"slurm:{job.id}", fanout=True).to_json_dict()
-    _assert_diagnosis(local, job, f"job '{job.id}' read as a Slurm job id")
+    _assert_diagnosis(local, job, f"job {job.id} read as a Slurm job id")
     _assert_diagnosis(fanned, job, "through srun --overlap, 0 failed")
     assert [(c["id"], c["ranks"]) for c in fanned["causes"]] == [(c["id"], c["ranks"]) for c in local["causes"]]
     assert fanned["rank_states"] == local["rank_states"]
