@@ -28,10 +28,13 @@ class Comparison:
     basis: str | None = None        # step_time | epoch_time
     speedup: float | None = None
     eta: float | None = None
+    eta_per_sample: float | None = None  # (B_N/T_N) / (N * B_1/T_1) when both B_eff are known
     steps_ratio: float | None = None  # baseline steps per epoch / other's
     lr_ratio: float | None = None     # other's LR / baseline's at the same epochs
     b_eff_ratio: float | None = None
     changed: tuple[str, ...] = ()
+    t1: float | None = None           # the baseline's time on the basis compared
+    tn: float | None = None           # the multi-rank run's time on that basis
 
 
 def b_eff(stats: RunStats) -> float | None:
@@ -90,10 +93,11 @@ def _compare(base: RunStats, other: RunStats) -> Comparison:
         tn = other.get(basis) if basis == "epoch_time" else step_of(other)
         if t1 and tn:
             cmp.basis, cmp.speedup = basis, t1 / tn
-            cmp.eta = t1 / (n * tn) if n else None
+            cmp.eta = t1 / (n * tn) if n else None  # the runbook's eta, as defined: T1 / (N * TN)
             be1, ben = b_eff(base), b_eff(other)
             if basis == "step_time" and be1 and ben and n:
-                cmp.eta = (ben / tn) / (n * be1 / t1)  # throughput-based when both B_eff are known
+                cmp.eta_per_sample = (ben / tn) / (n * be1 / t1)  # per-sample: counts a grown B_eff
+            cmp.t1, cmp.tn = t1, tn
             break
     s1, sn = steps_per_epoch(base), steps_per_epoch(other)
     if s1 and sn:

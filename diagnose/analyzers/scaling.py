@@ -2,7 +2,7 @@
 
 Facts (ScalingFact ``name``): ``data_wait_share``, ``comm_share``, ``compute_share``,
 ``sync_share``, ``comm_compute_ratio``, ``limit`` (input|comm|sync|compute),
-``warmup_only``, ``eta``, ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
+``warmup_only``, ``eta``, ``eta_per_sample``, ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
 ``b_eff_ratio``, ``lr_not_adjusted``, ``same_steps_per_epoch_ddp``,
 ``identical_rank_batches``, ``straggler``, ``slowdown_same_workload``,
 ``step_time_only``, ``step_time_ms``, ``local_batch``.
@@ -47,7 +47,7 @@ def analyze_scaling(evidence: Sequence[Any]) -> ScalingAnalysis:
     metrics = [e for e in evidence if isinstance(e, StepMetric)]
     runs = group_runs(metrics)
     comparisons = ct.compare(runs)
-    eta_of = {id(c.other): c.eta for c in comparisons}
+    eta_of = {id(c.other): c.eta_per_sample if c.eta_per_sample is not None else c.eta for c in comparisons}
     out = ScalingAnalysis()
     run_rows = [_run(r, eta_of.get(id(r)), out.facts) for r in runs if r.records]
     eff_rows = [_comparison(c, out.facts) for c in comparisons]
@@ -113,11 +113,19 @@ def _run(stats: RunStats, eta: float | None, facts: list[ScalingFact]) -> dict[s
 def _comparison(cmp: ct.Comparison, facts: list[ScalingFact]) -> dict[str, Any]:
     other, base = cmp.other, cmp.base
     row = {"world_size": other.world_size, "run": other.run, "baseline": base.run, "basis": cmp.basis,
-           "speedup": cmp.speedup, "eta": cmp.eta, "steps_per_epoch_ratio": cmp.steps_ratio,
+           "speedup": cmp.speedup, "eta": cmp.eta, "eta_per_sample": cmp.eta_per_sample,
+           "t1": cmp.t1, "tn": cmp.tn, "steps_per_epoch_ratio": cmp.steps_ratio,
            "lr_ratio": cmp.lr_ratio, "b_eff_ratio": cmp.b_eff_ratio, "changed": list(cmp.changed)}
     where = f"{other.run} vs {base.run}"
-    if cmp.eta is not None:
-        facts.append(fact("eta", round(cmp.eta, 4), other, f"eta = T1/(N*TN) = {cmp.eta:.1%} at N={other.world_size} ({where})"))
+    if cmp.eta is not None and cmp.t1 and cmp.tn:
+        unit = "step" if cmp.basis == "step_time" else "epoch"
+        facts.append(fact("eta", round(cmp.eta, 4), other,
+                          f"eta = T1/(N*TN) = {cmp.t1:.4g} s/({other.world_size} x {cmp.tn:.4g} s) per {unit} "
+                          f"= {cmp.eta:.1%} at N={other.world_size} ({where})"))
+    if cmp.eta_per_sample is not None:
+        facts.append(fact("eta_per_sample", round(cmp.eta_per_sample, 4), other,
+                          f"per-sample efficiency (B_N/TN)/(N*B_1/T1) = {cmp.eta_per_sample:.1%} "
+                          f"(B_eff {ct.b_eff(base):g} -> {ct.b_eff(other):g}; {where})"))
     if cmp.speedup is not None:
         name = "epoch_speedup" if cmp.basis == "epoch_time" else "speedup"
         facts.append(fact(name, round(cmp.speedup, 4), other, f"{cmp.basis} speed-up {cmp.speedup:.2f}x ({where})"))

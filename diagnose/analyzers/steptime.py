@@ -89,6 +89,9 @@ def _fill(stats: RunStats) -> None:
             stats.values[key] = val
     stats.values["warmup_only"] = float(bool(recs) and all(m.step == 0 for m in recs if m.step_time or m.data_time)
                                         and any(m.step_time or m.data_time for m in recs))
+    seen = {m.rank for m in recs if m.rank is not None}
+    if stats.world_size is None and len(seen) > 1 and seen == set(range(len(seen))):
+        stats.world_size = len(seen)  # ranks 0..N-1 each logged their steps: at least N ranks
     flags = {m.distributed for m in recs if m.distributed is not None}
     stats.distributed = (stats.world_size or 0) > 1 or (True in flags) or (None if not flags else False)
     for rank in sorted({m.rank for m in steady if m.rank is not None}):
