@@ -15,6 +15,7 @@ from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
 from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.predicates import REGISTRY, Binding
+from diagnose.probes.artifacts.infer import infer_symptoms
 from diagnose.ruleset import RuleSet, load_ruleset
 from diagnose.rulespec import Outcome, PredicateCall, Rule
 from diagnose.scoring import alternative_score, apply_prior, combine, confidence_of, finding_score
@@ -175,16 +176,31 @@ def diagnose_evidence(
     items += crossrank.derive(items)
     scaling = _scaling(items)
     items += [ReportedSymptom(symptom=s, text=f"--symptom {symptom}") for s in sorted(told)]
+    inferred = [] if told else _inferred(items)
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
     report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))
-    report.symptom = sorted(told)[0] if len(told) == 1 else (causes[0].symptom if causes else None)
+    report.symptom = sorted(told)[0] if len(told) == 1 else _symptom(causes, inferred)
     report.next = _next_steps(ruleset, causes) if causes or command != "preflight" else []
     rankview.fill(report, ctx)
     if scaling:
         report.scaling = scaling
     return report
+
+
+def _inferred(items: list[Any]) -> list[Any]:
+    """What the artifacts suggest when the user named no symptom (issue 11): added as a weak prior."""
+    inferred = infer_symptoms(items)
+    items += inferred + [ReportedSymptom(symptom=i.symptom, text=f"inferred: {i.basis}") for i in inferred[:1]]
+    return inferred
+
+
+def _symptom(causes: Sequence[Cause], inferred: Sequence[Any]) -> str | None:
+    """The symptom of the best cause, unless only weak evidence speaks and the artifacts suggest one."""
+    if causes and (causes[0].confidence != "low" or not inferred):
+        return causes[0].symptom
+    return inferred[0].symptom if inferred else (causes[0].symptom if causes else None)
 
 
 def _scaling(items: list[Any]) -> dict[str, Any] | None:

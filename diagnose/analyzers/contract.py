@@ -99,6 +99,12 @@ def _compare(base: RunStats, other: RunStats) -> Comparison:
                 cmp.eta_per_sample = (ben / tn) / (n * be1 / t1)  # per-sample: counts a grown B_eff
             cmp.t1, cmp.tn = t1, tn
             break
+    thr1, thrn = base.get("throughput"), other.get("throughput")
+    if cmp.eta_per_sample is None and thr1 and thrn and n and _rates_comparable(base, other):
+        cmp.eta_per_sample = thrn / (n * thr1)  # throughput is work per second: the same work on both sides
+        if cmp.basis is None:
+            cmp.basis, cmp.speedup, cmp.eta = "throughput", thrn / thr1, cmp.eta_per_sample
+            cmp.t1, cmp.tn = 1.0 / thr1, 1.0 / thrn
     s1, sn = steps_per_epoch(base), steps_per_epoch(other)
     if s1 and sn:
         cmp.steps_ratio = s1 / sn
@@ -113,6 +119,11 @@ def _compare(base: RunStats, other: RunStats) -> Comparison:
         cmp.b_eff_ratio = cmp.steps_ratio  # same data per epoch in fewer optimizer steps
     cmp.changed = tuple(_changed(base, other, cmp))
     return cmp
+
+
+def _rates_comparable(base: RunStats, other: RunStats) -> bool:
+    """Throughputs from one table (or both stated as totals) compare; a per-rank iteration rate does not."""
+    return base.source.source == other.source.source and base.source.probe == other.source.probe == "artifacts"
 
 
 def _differs(a: float | None, b: float | None) -> bool:

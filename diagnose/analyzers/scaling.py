@@ -123,9 +123,11 @@ def _comparison(cmp: ct.Comparison, facts: list[ScalingFact]) -> dict[str, Any]:
                           f"eta = T1/(N*TN) = {cmp.t1:.4g} s/({other.world_size} x {cmp.tn:.4g} s) per {unit} "
                           f"= {cmp.eta:.1%} at N={other.world_size} ({where})"))
     if cmp.eta_per_sample is not None:
+        be1, ben = ct.b_eff(base), ct.b_eff(other)
+        how = (f"(B_N/TN)/(N*B_1/T1), B_eff {be1:g} -> {ben:g}" if be1 and ben else
+               f"throughput {other.get('throughput'):g}/({other.world_size} x {base.get('throughput'):g})")
         facts.append(fact("eta_per_sample", round(cmp.eta_per_sample, 4), other,
-                          f"per-sample efficiency (B_N/TN)/(N*B_1/T1) = {cmp.eta_per_sample:.1%} "
-                          f"(B_eff {ct.b_eff(base):g} -> {ct.b_eff(other):g}; {where})"))
+                          f"per-sample efficiency {how} = {cmp.eta_per_sample:.1%} ({where})"))
     if cmp.speedup is not None:
         name = "epoch_speedup" if cmp.basis == "epoch_time" else "speedup"
         facts.append(fact(name, round(cmp.speedup, 4), other, f"{cmp.basis} speed-up {cmp.speedup:.2f}x ({where})"))

@@ -161,6 +161,16 @@ def _blocks(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     return out
 
 
+def _first_key_line(src: Source, start: int, flat: dict[str, Any]) -> int:
+    """Line of the document's first key (a pasted config may follow prose that YAML also accepts)."""
+    heads = {k.split(".")[0] for k in flat}
+    for no, line in enumerate(src.lines[start - 1:], start):
+        key = line.strip().lstrip("{").strip().strip('"').split('"')[0].split(":")[0]
+        if key in heads and not line.startswith((" ", "\t")) and len(key) < 64 and key.replace("_", "").isalnum():
+            return no
+    return start
+
+
 def _markers_present(text: str, spec: FamilySpec) -> bool:
     return any(m.split(".")[0] in text for fmt in spec.tables["formats"].values() for m in fmt["markers"])
 
@@ -203,6 +213,6 @@ def parse(src: Source) -> list[ConfigSetting]:
         flat = flatten(data, spec)
         fmt = _format_of(flat, spec)
         if fmt is not None:
-            out.append(_setting(flat, fmt, src, line, spec))
+            out.append(_setting(flat, fmt, src, _first_key_line(src, line, flat), spec))
             break  # the whole document (or its first config block) is the config
     return out

@@ -173,6 +173,39 @@ def _tables(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
             facts.add("nvidia-smi", "gpu_memory_used_max_mib", u, no, detail=f"{u} MiB of {t} MiB used on one GPU")
     if "pyspy_thread" in active or "gdb_frame" in active:
         _stacks(src, spec, facts)
+    if "smi_csv_header" in active:
+        _smi_csv(src, spec, facts)
+    if "ps_row" in active:
+        rows = [(no, m) for no, line in enumerate(src.lines, 1) if (m := spec.rx("ps_row").match(line))][:cap]
+        trainers = [(no, m) for no, m in rows if any(w in m.group("cmd") for w in spec.tables["ps_trainers"])]
+        if trainers:
+            facts.add("ps", "training_processes", len(trainers), trainers[0][0],
+                      detail=f"{len(trainers)} training process(es) listed")
+        zombies = [(no, m) for no, m in rows if m.group("stat").startswith("Z")]
+        if rows:
+            facts.add("ps", "zombie_processes", len(zombies), (zombies or rows)[0][0])
+
+
+def _smi_csv(src: Source, spec: FamilySpec, facts: _Facts) -> None:
+    header = spec.rx("smi_csv_header")
+    for no, line in enumerate(src.lines, 1):
+        if not header.match(line):
+            continue
+        cols = [c.strip().split(" [")[0] for c in line.split(",")]
+        rows = []
+        for nxt in src.lines[no:no + 1024]:
+            cells = [c.strip() for c in nxt.split(",")]
+            if len(cells) != len(cols):
+                break
+            rows.append(dict(zip(cols, cells, strict=True)))
+        if rows:
+            facts.add("nvidia-smi", "gpu_count", len(rows), no, detail=f"{len(rows)} GPUs in the query output")
+            if rows[0].get("name"):
+                facts.add("nvidia-smi", "gpu_model", rows[0]["name"], no + 1)
+            used = [to_int(r.get("memory.used", "").split()[0]) for r in rows if r.get("memory.used")]
+            if used and None not in used:
+                facts.add("nvidia-smi", "gpu_memory_used_max_mib", max(u for u in used if u is not None), no + 1)
+        return
 
 
 def _profiler(src: Source, spec: FamilySpec, facts: _Facts, cap: int) -> None:
