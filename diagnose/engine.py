@@ -176,24 +176,23 @@ def diagnose_evidence(
     items += crossrank.derive(items)
     scaling = _scaling(items)
     items += [ReportedSymptom(symptom=s, text=f"--symptom {symptom}") for s in sorted(told)]
-    inferred = [] if told else _inferred(items)
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
+    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items)
+    if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
+        items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
+        ctx = Context(items)
+        causes = rank_causes(evaluate(ruleset, ctx), set())
     report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))
     report.symptom = sorted(told)[0] if len(told) == 1 else _symptom(causes, inferred)
     report.next = _next_steps(ruleset, causes) if causes or command != "preflight" else []
+    if inferred:  # the artifact kind, not the evidence, named the symptom: say what would separate its causes
+        report.next = list(dict.fromkeys([*inferred[0].missing, *report.next]))[:6]
     rankview.fill(report, ctx)
     if scaling:
         report.scaling = scaling
     return report
-
-
-def _inferred(items: list[Any]) -> list[Any]:
-    """What the artifacts suggest when the user named no symptom (issue 11): added as a weak prior."""
-    inferred = infer_symptoms(items)
-    items += inferred + [ReportedSymptom(symptom=i.symptom, text=f"inferred: {i.basis}") for i in inferred[:1]]
-    return inferred
 
 
 def _symptom(causes: Sequence[Cause], inferred: Sequence[Any]) -> str | None:

@@ -266,6 +266,7 @@ class InferredSymptom(_Evidence):
     kind: Literal["inferred_symptom"] = "inferred_symptom"
     symptom: str
     basis: str = Field(description="what was seen that suggests it")
+    missing: tuple[str, ...] = Field((), description="artifacts that would separate the causes of this symptom")
 
 
 Evidence = Annotated[

@@ -2,7 +2,7 @@
 
 Facts (ScalingFact ``name``): ``data_wait_share``, ``comm_share``, ``compute_share``,
 ``sync_share``, ``comm_compute_ratio``, ``limit`` (input|comm|sync|compute),
-``warmup_only``, ``eta``, ``eta_per_sample``, ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
+``warmup_only``, ``eta``, ``eta_per_sample``, ``eta_effective`` (what rules judge), ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
 ``b_eff_ratio``, ``lr_not_adjusted``, ``same_steps_per_epoch_ddp``,
 ``identical_rank_batches``, ``straggler``, ``slowdown_same_workload``,
 ``step_time_only``, ``step_time_ms``, ``local_batch``.
@@ -122,6 +122,11 @@ def _comparison(cmp: ct.Comparison, facts: list[ScalingFact]) -> dict[str, Any]:
         facts.append(fact("eta", round(cmp.eta, 4), other,
                           f"eta = T1/(N*TN) = {cmp.t1:.4g} s/({other.world_size} x {cmp.tn:.4g} s) per {unit} "
                           f"= {cmp.eta:.1%} at N={other.world_size} ({where})"))
+    effective = cmp.eta_per_sample if cmp.eta_per_sample is not None else cmp.eta
+    if effective is not None:
+        kind = "per sample (B_eff grew with N)" if cmp.eta_per_sample is not None else "T1/(N*TN)"
+        facts.append(fact("eta_effective", round(effective, 4), other,
+                          f"efficiency {kind} {effective:.1%} at N={other.world_size} ({where})"))
     if cmp.eta_per_sample is not None:
         be1, ben = ct.b_eff(base), ct.b_eff(other)
         how = (f"(B_N/TN)/(N*B_1/T1), B_eff {be1:g} -> {ben:g}" if be1 and ben else

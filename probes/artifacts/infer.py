@@ -59,5 +59,6 @@ def infer_symptoms(evidence: Sequence[Any]) -> list[InferredSymptom]:
         if hits:
             first = hits[0]
             out.append(InferredSymptom(symptom=rule["symptom"], basis=rule["basis"], provenance=first.provenance,
+                                       missing=tuple(rule.get("missing", ())),
                                        text=f"{rule['basis']} ({len(hits)} record(s))"))
     return out

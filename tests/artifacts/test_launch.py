@@ -54,6 +54,8 @@ def test_kubernetes_pytorchjob_env() -> None:
      {"procs_per_node": 4, "nodes": 2, "script": "train.py"}),
     ("accelerate launch --num_processes 8 --num_machines 2 --multi_gpu --main_process_port 29501 train.py",
      "accelerate", {"world_size": 8, "nodes": 2, "master_port": 29501, "script": "train.py"}),
+    ("composer -n 8 --world_size 16 --master_port 29500 train.py cfg.yaml", "composer",
+     {"procs_per_node": 8, "world_size": 16, "master_port": 29500, "script": "train.py"}),
     ("mpirun -np 16 -npernode 8 python train.py", "mpirun", {"world_size": 16, "procs_per_node": 8}),
     ("mpirun -np 8 --map-by ppr:4:node python train.py", "mpirun", {"world_size": 8, "procs_per_node": 4}),
     ("python -m lightning run model --devices 4 --num-nodes 2 train.py", "lightning",
