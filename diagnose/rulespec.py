@@ -101,12 +101,17 @@ def rule_dirs(extra: Iterable[Path] = ()) -> list[Path]:
     return dirs
 
 
+# Folders of rules/ that hold data (signatures, lookup tables, artifact and redaction patterns), not rules.
+DATA_FOLDERS = frozenset({"signatures", "tables", "artifacts", "redaction", "data"})
+
+
 def rule_files(dirs: Iterable[Path]) -> list[Path]:
-    """Rule files under ``dirs`` (tests, signatures and data files excluded)."""
+    """Rule files under ``dirs`` (tests, signatures and data folders excluded)."""
     out = []
     for d in dirs:
         for path in sorted(Path(d).rglob("*.yaml")):
-            if path.name.endswith(".test.yaml") or {"signatures", "artifacts"} & set(path.parts) or path.parent == Path(d):
+            if path.name.endswith(".test.yaml") or DATA_FOLDERS & set(path.relative_to(d).parts[:-1]) \
+                    or path.parent == Path(d):
                 continue
             out.append(path)
     return out

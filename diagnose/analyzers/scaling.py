@@ -4,7 +4,7 @@ Facts (ScalingFact ``name``): ``data_wait_share``, ``comm_share``, ``compute_sha
 ``sync_share``, ``comm_compute_ratio``, ``limit`` (input|comm|sync|compute),
 ``warmup_only``, ``eta``, ``eta_per_sample``, ``eta_effective`` (what rules judge), ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
 ``b_eff_ratio``, ``lr_not_adjusted``, ``same_steps_per_epoch_ddp``,
-``identical_rank_batches``, ``straggler``, ``slowdown_same_workload``,
+``identical_rank_batches``, ``straggler``, ``rank_stalled``, ``slowdown_same_workload``,
 ``step_time_only``, ``step_time_ms``, ``local_batch``.
 """
 
@@ -22,6 +22,7 @@ from diagnose.analyzers.steptime import (
     identical_batches,
     limit_of,
     stack_data_share,
+    stalled_ranks,
     step_of,
     stragglers,
     terms_of,
@@ -104,6 +105,9 @@ def _run(stats: RunStats, eta: float | None, facts: list[ScalingFact]) -> dict[s
         facts.append(fact("warmup_only", True, stats, f"{stats.run}: only the first step is timed"))
     if stats.get("local_batch"):
         facts.append(fact("local_batch", int(stats.values["local_batch"]), stats, f"local batch {stats.values['local_batch']:g}"))
+    for rank, step, mid in stalled_ranks(stats):
+        facts.append(fact("rank_stalled", rank, stats, f"rank {rank} logged its last step at {step} while the other "
+                          f"ranks of {stats.run} went on to step {mid}", rank=rank))
     for rank in row["stragglers"]:
         facts.append(fact("straggler", rank, stats, f"rank {rank} is busy longer than the other ranks of {stats.run}",
                           rank=rank))

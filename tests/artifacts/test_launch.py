@@ -101,3 +101,15 @@ def test_mp_spawn_script() -> None:
 def test_near_misses_give_no_launch_settings(text: str) -> None:
     specs = [e for e in parse("x.txt", text)[0] if e.kind == "launch_spec"]
     assert all(s.procs_per_node is None and s.nodes is None for s in specs)
+
+
+def test_content_parser_adapter_reads_a_view() -> None:
+    from types import SimpleNamespace
+
+    from diagnose.probes.artifacts.content import ArtifactParser
+
+    view = SimpleNamespace(path="cmd.txt", data=b"torchrun --nproc-per-node 4 train.py\n", rank=None)
+    parser = ArtifactParser()
+    assert parser.wants(view) and not parser.wants(SimpleNamespace(path="x", data=b"\0\1", rank=None))
+    (rec,) = parser.parse(view)
+    assert rec["kind"] == "launch_spec" and rec["procs_per_node"] == 4

@@ -92,3 +92,14 @@ def test_terms_are_printed_in_the_text_report(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "diagnose", "scaling", str(log)], capture_output=True,
                          text=True, timeout=60, check=True).stdout
     assert "60.0 ms" in out and "input" in out
+
+
+def test_rank_that_stopped_progressing_is_named(tmp_path: Path) -> None:
+    lines = [f"[rank{r}]: step {s} loss: 1.0 step_time: 0.100" for s in range(1, 60) for r in range(4)
+             if not (r == 2 and s > 12)]
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(lines) + "\n")
+    report = run_scaling([log])
+    stalled = [c for c in report.causes if "metrics-rank-stopped-progressing" in c.rules]
+    assert stalled and stalled[0].ranks == [2] and stalled[0].id == "rank_failure"
+    assert "step at 12" in stalled[0].summary
