@@ -250,3 +250,19 @@ def metric_spread(ctx: Context, across: str, at_least: float, metrics: Sequence[
             cited = [min(items, key=lambda m: m.values[-1]), max(items, key=lambda m: m.values[-1])]
             return _bind(cited, name=name, low=lo, high=hi, spread=round((hi - lo) / scale, 4), across=across)
     return None
+
+
+@predicate(binds=("field", "values", "formats"), kinds=("config_setting",))
+def config_differs(ctx: Context, fields: Sequence[str]) -> Binding | None:
+    """Configs from different files set one of ``fields`` differently (e.g. ZeRO stage between save and resume)."""
+    for name in fields:
+        by_value: dict[str, list[Any]] = defaultdict(list)
+        for c in ctx.of("config_setting"):
+            if getattr(c, name, None) is not None:
+                by_value[str(getattr(c, name))].append(c)
+        sources = {c.provenance.source for cs in by_value.values() for c in cs}
+        if len(by_value) > 1 and len(sources) > 1:
+            cited = [cs[0] for cs in by_value.values()]
+            return _bind(cited, field=name, values=" vs ".join(sorted(by_value)),
+                         formats=", ".join(sorted({c.format for c in cited})))
+    return None

@@ -95,3 +95,11 @@ def test_config_setting_predicate() -> None:
     b = _call("config_setting", [cfg], field="fsdp_state_dict_type", equals="full_state_dict")
     assert b is not None and b.fields["format"] == "accelerate"
     assert _call("config_setting", [cfg], field="zero_stage", at_least=2) is None
+
+
+def test_config_differs_across_files() -> None:
+    a = ConfigSetting(format="deepspeed", zero_stage=2, provenance=Provenance(probe="artifacts", source="a/ds.json"))
+    b = ConfigSetting(format="deepspeed", zero_stage=3, provenance=Provenance(probe="artifacts", source="b/ds.json"))
+    got = _call("config_differs", [a, b], fields=["zero_stage"])
+    assert got is not None and got.fields["values"] == "2 vs 3" and got.evidence == (a, b)
+    assert _call("config_differs", [a], fields=["zero_stage"]) is None
