@@ -15,7 +15,7 @@ import yaml
 
 from diagnose.evidence import ConfigSetting
 from diagnose.probes.artifacts.source import Source, to_bool, to_float, to_int
-from diagnose.probes.artifacts.spec import FamilySpec, family
+from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 
 __all__ = ["parse", "safe_yaml", "safe_json", "flatten"]
 
@@ -178,8 +178,22 @@ def _first_key_line(src: Source, start: int, flat: dict[str, Any]) -> int:
     return start
 
 
+def _heads(spec: FamilySpec) -> set[str]:
+    return {m.split(".")[0] for fmt in spec.tables["formats"].values() for m in fmt["markers"]}
+
+
+_KEYS: dict[int, tuple[str, ...]] = {}
+
+
+def _head_keys(spec: FamilySpec) -> tuple[str, ...]:
+    if id(spec) not in _KEYS:
+        _KEYS[id(spec)] = tuple(sorted(k for h in _heads(spec) for k in (f"\n{h}:", f"\n{h}=", f'"{h}"')))
+    return _KEYS[id(spec)]
+
+
 def _markers_present(text: str, spec: FamilySpec) -> bool:
-    return any(m.split(".")[0] in text for fmt in spec.tables["formats"].values() for m in fmt["markers"])
+    """A marker key starts a line (YAML, ``key=`` dumps) or is quoted (JSON): a cheap gate before any parse."""
+    return bool(strings_in("\n" + text, _head_keys(spec)))
 
 
 def _kv_dump(src: Source, spec: FamilySpec) -> list[ConfigSetting]:
@@ -207,7 +221,9 @@ def parse(src: Source) -> list[ConfigSetting]:
         return []
     out = _kv_dump(src, spec) if "(" in src.text else []
     candidates = [(1, src.text)] if len(src.text) <= int(spec.tables["max_bytes"]) else []
-    for line, text in candidates + _blocks(src, spec):
+    heads = _heads(spec)
+    blocks = [(n, b) for n, b in _blocks(src, spec) if any(f"\n{h}:" in "\n" + b for h in heads)]
+    for line, text in candidates + blocks:
         try:
             data = _document(text, spec)
         except ParseRefused as exc:

@@ -13,7 +13,7 @@ from typing import Any
 
 from diagnose.evidence import LaunchSpec
 from diagnose.probes.artifacts.source import Source, to_bool, to_int
-from diagnose.probes.artifacts.spec import FamilySpec, family
+from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 
 __all__ = ["parse", "split_command", "visible_count"]
 
@@ -177,10 +177,32 @@ def _env_spec(src: Source, env: dict[str, str], first: int | None, spec: FamilyS
                        text=text[:500], **fields)]
 
 
+_WORDS: dict[int, tuple[str, ...]] = {}
+
+
+def _words(spec: FamilySpec) -> tuple[str, ...]:
+    if id(spec) not in _WORDS:
+        words = {e.get("program") for e in spec.tables["launchers"]} | set(spec.tables["pythons"])
+        _WORDS[id(spec)] = tuple(sorted(w for w in words if w))
+    return _WORDS[id(spec)]
+
+
+def _gates(src: Source, spec: FamilySpec) -> tuple[set[str], set[str]]:
+    """Launcher words and optional patterns this file can hold at all (cheap whole-text checks)."""
+    present = strings_in(src.text, _words(spec))
+    extras = {p.name for p in spec.present(src.text) if p.name in ("mp_spawn", "init_backend", "wrapper")}
+    return present, extras
+
+
 def parse(src: Source) -> list[LaunchSpec]:
     """Every launch command, batch script, env dump and spawn call in ``src``."""
     spec = family("launch")
     rx = spec.rx
+    present, wanted = _gates(src, spec)
+    sbatch, k8s = "#SBATCH" in src.text, "name:" in src.text and "value:" in src.text
+    exports = "=" in src.text and spec.multiline["env_assignment"].search(src.text) is not None
+    if not (present or wanted or sbatch or k8s or exports):
+        return []  # nothing a launch could be made of: skip the line loop
     out: list[LaunchSpec] = []
     env: dict[str, str] = {}
     env_first: int | None = None
@@ -190,38 +212,42 @@ def parse(src: Source) -> list[LaunchSpec]:
     body_python = False
     k8s_key: str | None = None
     extras: dict[str, str] = {}
-    words = {e.get("program") for e in spec.tables["launchers"]} | set(spec.tables["pythons"])
+    pythons = set(spec.tables["pythons"])
     for no, line in src.logical_lines():
-        if "#SBATCH" in line and (m := rx("sbatch_directive").match(line)):
+        if sbatch and "#SBATCH" in line and (m := rx("sbatch_directive").match(line)):
             directives += _tokens(m.group("args").split(" #", 1)[0])
             first_directive = first_directive or no
             continue
-        if "name:" in line and (m := rx("k8s_env_name").match(line)):
-            k8s_key = m.group("key")
-            continue
-        if k8s_key and "value:" in line and (m := rx("k8s_env_value").match(line)):
-            env[k8s_key] = m.group("value")
-            env_first = env_first or no
+        if k8s:
+            if "name:" in line and (m := rx("k8s_env_name").match(line)):
+                k8s_key = m.group("key")
+                continue
+            if k8s_key and "value:" in line and (m := rx("k8s_env_value").match(line)):
+                env[k8s_key] = m.group("value")
+                env_first = env_first or no
+                k8s_key = None
+                continue
             k8s_key = None
-            continue
-        k8s_key = None
         cmd = line
-        if line.lstrip()[:1] in "$#%>(" or "@" in line[:64]:
+        lead = line.lstrip()[:1]
+        if lead and (lead in "$#%>(" or "@" in line[:64]):
             m = rx("prompt").match(line)
             cmd = m.group("cmd") if m else line
-        if "=" in cmd and (m := rx("env_assignment").match(cmd)):
+        lead = cmd.lstrip()[:1]
+        if "=" in cmd and (lead.isupper() or lead in "ed") and (m := rx("env_assignment").match(cmd)):
             env[m.group("key")] = m.group("value").strip("\"'")
             env_first = env_first or no
             continue
-        head = {w.rsplit("/", 1)[-1] for w in cmd.split(None, 4)[:4]}
-        if head & words:
-            found = _command(src, no, cmd, env, spec)
-            out += found
-            if first_directive is not None:
-                body += found
-                body_python = body_python or (not found and bool(head & set(spec.tables["pythons"])))
-            continue
-        for name in ("mp_spawn", "init_backend", "wrapper"):
+        if present and any(w in cmd for w in present):
+            head = {w.rsplit("/", 1)[-1] for w in cmd.split(None, 4)[:4]}
+            if head & present:
+                found = _command(src, no, cmd, env, spec)
+                out += found
+                if first_directive is not None:
+                    body += found
+                    body_python = body_python or (not found and bool(head & pythons))
+                continue
+        for name in wanted:
             if name not in extras and (m := rx(name).search(line)):
                 extras[name] = m.group(1) or ""
                 extras[f"{name}_line"] = str(no)

@@ -66,7 +66,11 @@ def _rows(src: Source, spec: FamilySpec) -> list[tuple[int, list[str], int]]:
     md, rule, csv = spec.rx("md_row"), spec.rx("md_rule"), spec.rx("csv_header")
     table, in_csv, sep = 0, False, ","
     last = -2
+    cap = int(spec.tables["max_rows"])
     for no, line in enumerate(src.lines, 1):
+        if len(out) >= cap:
+            src.notes.append(f"{src.path}: table rows after {cap} not read")
+            break
         if "|" in line and (m := md.match(line)):
             if rule.match(line):
                 last = no
@@ -85,7 +89,7 @@ def _rows(src: Source, spec: FamilySpec) -> list[tuple[int, list[str], int]]:
                 out.append((no, cells, table))
                 continue
         in_csv = False
-    return out[: int(spec.tables["max_rows"])]
+    return out
 
 
 def parse(src: Source) -> list[Any]:

@@ -29,6 +29,9 @@ class Source:
 
     def logical_lines(self) -> Iterator[tuple[int, str]]:
         """(first line number, text) with shell continuations (trailing backslash) joined."""
+        if "\\\n" not in self.text and not self.text.endswith("\\"):
+            yield from enumerate(self.lines, 1)
+            return
         buf: list[str] = []
         start = 0
         for no, line in enumerate(self.lines, 1):

@@ -12,9 +12,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
+
+try:  # the fast multi-literal search is optional: substring tests are a correct fallback
+    import hyperscan  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - exercised where the wheel is missing
+    hyperscan = None
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
-__all__ = ["LinePattern", "FamilySpec", "family", "artifacts_dir"]
+__all__ = ["LinePattern", "FamilySpec", "family", "artifacts_dir", "strings_in"]
 
 
 class PatternExample(BaseModel):
@@ -72,6 +77,17 @@ class FamilySpec(BaseModel):
     tables: dict[str, Any] = Field(default_factory=dict)
 
     @cached_property
+    def needles(self) -> tuple[str, ...]:
+        """Every ``needs`` string of the family's patterns."""
+        return tuple(sorted({n for p in self.patterns for n in p.needs}))
+
+    @cached_property
+    def multiline(self) -> dict[str, re.Pattern[str]]:
+        """Each pattern compiled to search a whole text at once (``^``/``$`` at every line)."""
+        return {p.name: re.compile(p.regex, re.ASCII | re.MULTILINE | (re.IGNORECASE if p.caseless else 0))
+                for p in self.patterns}
+
+    @cached_property
     def by_name(self) -> dict[str, LinePattern]:
         return {p.name: p for p in self.patterns}
 
@@ -81,7 +97,29 @@ class FamilySpec(BaseModel):
 
     def present(self, text: str) -> list[LinePattern]:
         """The patterns whose ``needs`` gate passes for ``text`` (all of them when a pattern has no gate)."""
-        return [p for p in self.patterns if not p.needs or any(n in text for n in p.needs)]
+        found = strings_in(text, self.needles)
+        return [p for p in self.patterns if not p.needs or found.intersection(p.needs)]
+
+
+def strings_in(text: str, strings: tuple[str, ...]) -> set[str]:
+    """Which of ``strings`` occur in ``text``: one Hyperscan pass when the wheel is there, else substring tests."""
+    db = _literal_db(strings) if hyperscan is not None and strings else None
+    if db is None:
+        return {s for s in strings if s in text}
+    hits: set[int] = set()
+    db.scan(text.encode("utf-8", "replace"), match_event_handler=lambda i, *_: hits.add(i))
+    return {strings[i] for i in hits}
+
+
+@lru_cache(maxsize=32)
+def _literal_db(strings: tuple[str, ...]) -> Any:
+    try:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[re.escape(s).encode() for s in strings], ids=list(range(len(strings))),
+                   elements=len(strings), flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(strings))
+    except Exception:  # noqa: BLE001 - an engine that refuses a literal falls back to substring tests
+        return None
+    return db
 
 
 def artifacts_dir() -> Path:

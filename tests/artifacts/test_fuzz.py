@@ -34,9 +34,9 @@ def test_random_bytes_never_raise(data: bytes) -> None:
 def test_huge_table_and_long_lines_are_capped() -> None:
     rows = "\n".join(f"| {i % 64 + 1} | {1000 + i} |" for i in range(200_000))
     text = "| GPUs | throughput |\n|---|---|\n" + rows + "\n" + "x" * 5_000_000
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the shared test machine's load does not count
     found, notes = parse("huge.md", text)
-    assert time.perf_counter() - started < 20
+    assert time.process_time() - started < 10
     assert len([e for e in found if e.kind == "step_metric"]) <= 2000
     assert any(f"{MAX_BYTES >> 20} MiB" in n for n in notes)
 
