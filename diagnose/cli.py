@@ -166,6 +166,10 @@ def _emit(report: Any, args: argparse.Namespace) -> None:
         from diagnose.commands.preflight import render_checklist
 
         print(render_checklist(report))
+    if report.command == "scaling" and report.scaling:
+        from diagnose.commands.scaling import render_scaling_table
+
+        print(render_scaling_table(report.scaling))
     from diagnose.output.text import print_report
 
     print_report(report)

@@ -15,6 +15,7 @@ from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
 from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.predicates import REGISTRY, Binding
+from diagnose.probes.artifacts.infer import infer_symptoms
 from diagnose.ruleset import RuleSet, load_ruleset
 from diagnose.rulespec import Outcome, PredicateCall, Rule
 from diagnose.scoring import alternative_score, apply_prior, combine, confidence_of, finding_score
@@ -178,13 +179,27 @@ def diagnose_evidence(
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
+    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items)
+    if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
+        items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
+        ctx = Context(items)
+        causes = rank_causes(evaluate(ruleset, ctx), set())
     report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))
-    report.symptom = sorted(told)[0] if len(told) == 1 else (causes[0].symptom if causes else None)
+    report.symptom = sorted(told)[0] if len(told) == 1 else _symptom(causes, inferred)
     report.next = _next_steps(ruleset, causes) if causes or command != "preflight" else []
+    if inferred:  # the artifact kind, not the evidence, named the symptom: say what would separate its causes
+        report.next = list(dict.fromkeys([*inferred[0].missing, *report.next]))[:6]
     rankview.fill(report, ctx)
     if scaling:
         report.scaling = scaling
     return report
+
+
+def _symptom(causes: Sequence[Cause], inferred: Sequence[Any]) -> str | None:
+    """The symptom of the best cause, unless only weak evidence speaks and the artifacts suggest one."""
+    if causes and (causes[0].confidence != "low" or not inferred):
+        return causes[0].symptom
+    return inferred[0].symptom if inferred else (causes[0].symptom if causes else None)
 
 
 def _scaling(items: list[Any]) -> dict[str, Any] | None:

@@ -189,15 +189,101 @@ class HostCheck(_Evidence):
     fix: str | None = Field(None, description="what to do when it fails")
 
 
+class LaunchSpec(_Evidence):
+    """How a job was launched, read from a command line, batch script, manifest or env dump (the launch contract)."""
+
+    kind: Literal["launch_spec"] = "launch_spec"
+    launcher: str = Field(description="torchrun, torch.distributed.launch, mp.spawn, srun, sbatch, mpirun, deepspeed, "
+                                      "accelerate, lightning, kubernetes, env")
+    nodes: int | None = Field(None, description="nodes asked for (--nnodes, -N, --num_machines)")
+    procs_per_node: int | None = Field(None, description="processes per node (--nproc-per-node, --ntasks-per-node)")
+    world_size: int | None = Field(None, description="total processes, when stated (-n/--ntasks, -np, WORLD_SIZE)")
+    rdzv_backend: str | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    master_addr: str | None = None
+    master_port: int | None = None
+    gpus_per_node: int | None = Field(None, description="GPUs asked for per node (--gres=gpu:N, --gpus-per-node)")
+    gpus_per_task: int | None = None
+    cpus_per_task: int | None = None
+    mem: str | None = Field(None, description="memory asked for (--mem, --mem-per-cpu), as written")
+    exclusive: bool | None = None
+    cuda_visible_devices: str | None = None
+    visible_gpus: int | None = Field(None, description="devices CUDA_VISIBLE_DEVICES leaves visible")
+    launches_tasks: bool | None = Field(None, description="a batch script starts its processes (srun/torchrun/mpirun line)")
+    inner_launcher: str | None = Field(None, description="launcher run inside this one (srun ... torchrun)")
+    script: str | None = Field(None, description="the training script or module launched")
+    backend: str | None = Field(None, description="process-group backend named (nccl, gloo)")
+    wrapper: str | None = Field(None, description="parallel wrapper named (ddp, fsdp, deepspeed, ...)")
+    variables: dict[str, str] = Field(default_factory=dict, description="NCCL_*, TORCH_*, thread and rank variables set")
+
+
+class ConfigSetting(_Evidence):
+    """Training settings read from a config (Accelerate, DeepSpeed, Lightning/Hydra, torchtune, HF TrainingArguments)."""
+
+    kind: Literal["config_setting"] = "config_setting"
+    format: str = Field(description="accelerate, deepspeed, lightning, hydra, torchtune, hf_training_args")
+    local_batch: int | None = Field(None, description="batch per device")
+    global_batch: int | None = Field(None, description="total batch, when the config states it")
+    accumulation: int | None = None
+    precision: str | None = None
+    zero_stage: int | None = None
+    offload_optimizer: str | None = None
+    offload_param: str | None = None
+    fsdp_wrap: str | None = None
+    fsdp_state_dict_type: str | None = None
+    num_workers: int | None = None
+    lr: float | None = None
+    warmup: float | None = Field(None, description="warmup steps (or ratio when below 1)")
+    sync_batchnorm: bool | None = None
+    log_every: int | None = None
+    num_processes: int | None = None
+    num_machines: int | None = None
+    distributed_type: str | None = None
+    settings: dict[str, Scalar] = Field(default_factory=dict, description="every recognised key, as written")
+
+
+class SystemFact(_Evidence):
+    """One fact a system tool printed (nvidia-smi, topo -m, free, ulimit, df, ibstat, pip, collect_env, ...)."""
+
+    kind: Literal["system_fact"] = "system_fact"
+    tool: str = Field(description="the tool whose output it is, e.g. nvidia-smi, nvidia-smi-topo, collect_env")
+    name: str = Field(description="fact name, e.g. gpu_count, gpu_link, torch_version (rules/artifacts/system.yaml)")
+    value: Scalar = Field(description="the number, flag or label")
+    detail: str | None = None
+
+
+class MetricSeries(_Evidence):
+    """Results of one run in a table or JSON lines: a metric at a world size or seed."""
+
+    kind: Literal["metric_series"] = "metric_series"
+    name: str = Field(description="metric, e.g. throughput, step_time, loss, accuracy")
+    run: str | None = None
+    world_size: int | None = None
+    seed: int | None = None
+    values: tuple[float, ...] = ()
+
+
+class InferredSymptom(_Evidence):
+    """The symptom that the kind of artifact suggests when the user names none: a weak prior."""
+
+    kind: Literal["inferred_symptom"] = "inferred_symptom"
+    symptom: str
+    basis: str = Field(description="what was seen that suggests it")
+    missing: tuple[str, ...] = Field((), description="artifacts that would separate the causes of this symptom")
+
+
 Evidence = Annotated[
-    LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact | HostCheck,
+    LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact | HostCheck
+    | LaunchSpec | ConfigSetting | SystemFact | MetricSeries | InferredSymptom,
     Field(discriminator="kind"),
 ]
 
 EVIDENCE_CLASSES: dict[str, type[_Evidence]] = {
     cls.model_fields["kind"].default: cls
     for cls in (LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
-                RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact, HostCheck)
+                RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact, HostCheck,
+                LaunchSpec, ConfigSetting, SystemFact, MetricSeries, InferredSymptom)
 }
 EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 

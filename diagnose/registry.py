@@ -19,7 +19,7 @@ DERIVED: dict[str, tuple[str, ...]] = {
     "collective_state": ("crossrank", "hook"),
     "stack_sample": ("live", "hook"), "rank_env": ("live", "hook"), "rank_status": ("live", "hook"),
     "memory_state": ("live", "hook"), "step_metric": ("steptime",), "scaling_fact": ("scaling",),
-    "reported_symptom": ("cli",), "host_check": ("preflight",),
+    "reported_symptom": ("cli",), "host_check": ("preflight",), "inferred_symptom": ("artifacts",),
 }
 
 

@@ -28,10 +28,13 @@ class Comparison:
     basis: str | None = None        # step_time | epoch_time
     speedup: float | None = None
     eta: float | None = None
+    eta_per_sample: float | None = None  # (B_N/T_N) / (N * B_1/T_1) when both B_eff are known
     steps_ratio: float | None = None  # baseline steps per epoch / other's
     lr_ratio: float | None = None     # other's LR / baseline's at the same epochs
     b_eff_ratio: float | None = None
     changed: tuple[str, ...] = ()
+    t1: float | None = None           # the baseline's time on the basis compared
+    tn: float | None = None           # the multi-rank run's time on that basis
 
 
 def b_eff(stats: RunStats) -> float | None:
@@ -90,11 +93,18 @@ def _compare(base: RunStats, other: RunStats) -> Comparison:
         tn = other.get(basis) if basis == "epoch_time" else step_of(other)
         if t1 and tn:
             cmp.basis, cmp.speedup = basis, t1 / tn
-            cmp.eta = t1 / (n * tn) if n else None
+            cmp.eta = t1 / (n * tn) if n else None  # the runbook's eta, as defined: T1 / (N * TN)
             be1, ben = b_eff(base), b_eff(other)
             if basis == "step_time" and be1 and ben and n:
-                cmp.eta = (ben / tn) / (n * be1 / t1)  # throughput-based when both B_eff are known
+                cmp.eta_per_sample = (ben / tn) / (n * be1 / t1)  # per-sample: counts a grown B_eff
+            cmp.t1, cmp.tn = t1, tn
             break
+    thr1, thrn = base.get("throughput"), other.get("throughput")
+    if cmp.eta_per_sample is None and thr1 and thrn and n and _rates_comparable(base, other):
+        cmp.eta_per_sample = thrn / (n * thr1)  # throughput is work per second: the same work on both sides
+        if cmp.basis is None:
+            cmp.basis, cmp.speedup, cmp.eta = "throughput", thrn / thr1, cmp.eta_per_sample
+            cmp.t1, cmp.tn = 1.0 / thr1, 1.0 / thrn
     s1, sn = steps_per_epoch(base), steps_per_epoch(other)
     if s1 and sn:
         cmp.steps_ratio = s1 / sn
@@ -109,6 +119,11 @@ def _compare(base: RunStats, other: RunStats) -> Comparison:
         cmp.b_eff_ratio = cmp.steps_ratio  # same data per epoch in fewer optimizer steps
     cmp.changed = tuple(_changed(base, other, cmp))
     return cmp
+
+
+def _rates_comparable(base: RunStats, other: RunStats) -> bool:
+    """Throughputs from one table (or both stated as totals) compare; a per-rank iteration rate does not."""
+    return base.source.source == other.source.source and base.source.probe == other.source.probe == "artifacts"
 
 
 def _differs(a: float | None, b: float | None) -> bool:

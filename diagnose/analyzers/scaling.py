@@ -2,9 +2,9 @@
 
 Facts (ScalingFact ``name``): ``data_wait_share``, ``comm_share``, ``compute_share``,
 ``sync_share``, ``comm_compute_ratio``, ``limit`` (input|comm|sync|compute),
-``warmup_only``, ``eta``, ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
+``warmup_only``, ``eta``, ``eta_per_sample``, ``eta_effective`` (what rules judge), ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
 ``b_eff_ratio``, ``lr_not_adjusted``, ``same_steps_per_epoch_ddp``,
-``identical_rank_batches``, ``straggler``, ``slowdown_same_workload``,
+``identical_rank_batches``, ``straggler``, ``rank_stalled``, ``slowdown_same_workload``,
 ``step_time_only``, ``step_time_ms``, ``local_batch``.
 """
 
@@ -22,6 +22,7 @@ from diagnose.analyzers.steptime import (
     identical_batches,
     limit_of,
     stack_data_share,
+    stalled_ranks,
     step_of,
     stragglers,
     terms_of,
@@ -47,7 +48,7 @@ def analyze_scaling(evidence: Sequence[Any]) -> ScalingAnalysis:
     metrics = [e for e in evidence if isinstance(e, StepMetric)]
     runs = group_runs(metrics)
     comparisons = ct.compare(runs)
-    eta_of = {id(c.other): c.eta for c in comparisons}
+    eta_of = {id(c.other): c.eta_per_sample if c.eta_per_sample is not None else c.eta for c in comparisons}
     out = ScalingAnalysis()
     run_rows = [_run(r, eta_of.get(id(r)), out.facts) for r in runs if r.records]
     eff_rows = [_comparison(c, out.facts) for c in comparisons]
@@ -104,6 +105,9 @@ def _run(stats: RunStats, eta: float | None, facts: list[ScalingFact]) -> dict[s
         facts.append(fact("warmup_only", True, stats, f"{stats.run}: only the first step is timed"))
     if stats.get("local_batch"):
         facts.append(fact("local_batch", int(stats.values["local_batch"]), stats, f"local batch {stats.values['local_batch']:g}"))
+    for rank, step, mid in stalled_ranks(stats):
+        facts.append(fact("rank_stalled", rank, stats, f"rank {rank} logged its last step at {step} while the other "
+                          f"ranks of {stats.run} went on to step {mid}", rank=rank))
     for rank in row["stragglers"]:
         facts.append(fact("straggler", rank, stats, f"rank {rank} is busy longer than the other ranks of {stats.run}",
                           rank=rank))
@@ -113,11 +117,26 @@ def _run(stats: RunStats, eta: float | None, facts: list[ScalingFact]) -> dict[s
 def _comparison(cmp: ct.Comparison, facts: list[ScalingFact]) -> dict[str, Any]:
     other, base = cmp.other, cmp.base
     row = {"world_size": other.world_size, "run": other.run, "baseline": base.run, "basis": cmp.basis,
-           "speedup": cmp.speedup, "eta": cmp.eta, "steps_per_epoch_ratio": cmp.steps_ratio,
+           "speedup": cmp.speedup, "eta": cmp.eta, "eta_per_sample": cmp.eta_per_sample,
+           "t1": cmp.t1, "tn": cmp.tn, "steps_per_epoch_ratio": cmp.steps_ratio,
            "lr_ratio": cmp.lr_ratio, "b_eff_ratio": cmp.b_eff_ratio, "changed": list(cmp.changed)}
     where = f"{other.run} vs {base.run}"
-    if cmp.eta is not None:
-        facts.append(fact("eta", round(cmp.eta, 4), other, f"eta = T1/(N*TN) = {cmp.eta:.1%} at N={other.world_size} ({where})"))
+    if cmp.eta is not None and cmp.t1 and cmp.tn:
+        unit = "step" if cmp.basis == "step_time" else "epoch"
+        facts.append(fact("eta", round(cmp.eta, 4), other,
+                          f"eta = T1/(N*TN) = {cmp.t1:.4g} s/({other.world_size} x {cmp.tn:.4g} s) per {unit} "
+                          f"= {cmp.eta:.1%} at N={other.world_size} ({where})"))
+    effective = cmp.eta_per_sample if cmp.eta_per_sample is not None else cmp.eta
+    if effective is not None:
+        kind = "per sample (B_eff grew with N)" if cmp.eta_per_sample is not None else "T1/(N*TN)"
+        facts.append(fact("eta_effective", round(effective, 4), other,
+                          f"efficiency {kind} {effective:.1%} at N={other.world_size} ({where})"))
+    if cmp.eta_per_sample is not None:
+        be1, ben = ct.b_eff(base), ct.b_eff(other)
+        how = (f"(B_N/TN)/(N*B_1/T1), B_eff {be1:g} -> {ben:g}" if be1 and ben else
+               f"throughput {other.get('throughput'):g}/({other.world_size} x {base.get('throughput'):g})")
+        facts.append(fact("eta_per_sample", round(cmp.eta_per_sample, 4), other,
+                          f"per-sample efficiency {how} = {cmp.eta_per_sample:.1%} ({where})"))
     if cmp.speedup is not None:
         name = "epoch_speedup" if cmp.basis == "epoch_time" else "speedup"
         facts.append(fact(name, round(cmp.speedup, 4), other, f"{cmp.basis} speed-up {cmp.speedup:.2f}x ({where})"))

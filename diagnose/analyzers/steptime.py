@@ -20,6 +20,8 @@ INPUT_SHARE = 0.3      # data wait share above which a run is input-bound
 SYNC_SHARE = 0.2       # host-device sync share above which syncs are the limit
 COMM_SHARE = 0.3       # exposed communication share that limits scaling
 STRAGGLER = 1.25       # busy time over the rank median that marks a straggler
+STALL_STEPS = 10       # a rank this many steps behind the others' last step ...
+STALL_SHARE = 0.8      # ... and below this share of it stopped progressing
 TERMS = ("input", "comm", "compute", "sync")
 _FIELD = {"input": "data_time", "comm": "comm_time", "compute": "compute_time", "sync": "sync_time"}
 
@@ -89,6 +91,9 @@ def _fill(stats: RunStats) -> None:
             stats.values[key] = val
     stats.values["warmup_only"] = float(bool(recs) and all(m.step == 0 for m in recs if m.step_time or m.data_time)
                                         and any(m.step_time or m.data_time for m in recs))
+    seen = {m.rank for m in recs if m.rank is not None}
+    if stats.world_size is None and len(seen) > 1 and seen == set(range(len(seen))):
+        stats.world_size = len(seen)  # ranks 0..N-1 each logged their steps: at least N ranks
     flags = {m.distributed for m in recs if m.distributed is not None}
     stats.distributed = (stats.world_size or 0) > 1 or (True in flags) or (None if not flags else False)
     for rank in sorted({m.rank for m in steady if m.rank is not None}):
@@ -140,6 +145,23 @@ def stragglers(stats: RunStats) -> list[int]:
         return []
     mid = median(busy.values())
     return [r for r, b in busy.items() if mid > 0 and b > STRAGGLER * mid and b - mid > 0.005]
+
+
+def stalled_ranks(stats: RunStats) -> list[tuple[int, int, int]]:
+    """(rank, its last step, the others' median last step) for ranks far behind the others of a run."""
+    last: dict[int, int] = {}
+    for m in stats.records:
+        if m.rank is not None and m.step is not None:
+            last[m.rank] = max(last.get(m.rank, m.step), m.step)
+    if len(last) < 2:
+        return []
+    out = []
+    for rank, step in last.items():
+        others = [s for r, s in last.items() if r != rank]
+        mid = int(median(others))
+        if mid - step >= STALL_STEPS and step < STALL_SHARE * mid:
+            out.append((rank, step, mid))
+    return out
 
 
 def identical_batches(metrics: Sequence[StepMetric]) -> list[tuple[str, list[StepMetric]]]:

@@ -21,7 +21,7 @@ from diagnose.probes.files import walk
 from diagnose.probes.steptime.probe import parse_step_lines
 from diagnose.probes.steptime.profiler_trace import load_trace, parse_profiler_trace
 
-__all__ = ["run_scaling", "collect_scaling_evidence", "read_run_records"]
+__all__ = ["run_scaling", "collect_scaling_evidence", "read_run_records", "render_scaling_table"]
 
 MAX_TEXT = 512 << 20
 _ALIASES = {
@@ -123,3 +123,41 @@ def _record_evidence(item: dict[str, Any], path: Path, index: int) -> list[Any]:
                                world_size=fields.get("world_size"), provenance=prov,
                                text=f"{procs} ranks x (1 + {workers or 0} workers) x {threads} threads on {cores} cores"))
     return out
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.1f} ms"
+
+
+def render_scaling_table(summary: dict[str, Any]) -> str:
+    """Plain-text tables of the step-time terms of each run and the efficiency across runs."""
+    lines: list[str] = []
+    runs = summary.get("runs") or []
+    if runs:
+        lines.append("step time = max(compute, comm) + input + sync, per run (median of steady steps):")
+        lines.append(f"  {'run':<40} {'N':>4} {'step':>10} {'term':<8} {'time':>10} {'share':>6}  limit")
+        for row in runs:
+            name = str(row.get("run") or "")[-40:]
+            terms = row.get("terms") or {}
+            shares = row.get("shares") or {}
+            head = f"  {name:<40} {row.get('world_size') or '?':>4} {_ms(row.get('step_time')):>10}"
+            if not terms:
+                lines.append(f"{head} {'(no breakdown)':<8}{'':>18}  {row.get('limit') or '-'}")
+            for i, (term, val) in enumerate(terms.items()):
+                share = f"{shares[term]:.0%}" if term in shares else "-"
+                lead = head if i == 0 else " " * len(head)
+                lines.append(f"{lead} {term:<8} {_ms(val):>10} {share:>6}  {row.get('limit') or '-' if i == 0 else ''}")
+            if row.get("stragglers"):
+                lines.append(f"  {'':<40} stragglers: rank(s) {', '.join(map(str, row['stragglers']))}")
+    for row in summary.get("efficiency") or []:
+        if row.get("eta") is None:
+            continue
+        line = (f"eta = T1/(N*TN) = {row['t1']:.4g} s/({row['world_size']} x {row['tn']:.4g} s) = {row['eta']:.1%}"
+                f"  [{row.get('basis')}: {row.get('run')} vs {row.get('baseline')}]")
+        if row.get("eta_per_sample") is not None:
+            line += f"; per sample {row['eta_per_sample']:.1%}"
+        lines.append(line)
+    move = summary.get("move") or {}
+    if move.get("first"):
+        lines.append(f"limit: {summary.get('limit')}: first move: {move['first']} ({move.get('scale_out', '')})")
+    return "\n".join(lines)

@@ -25,7 +25,7 @@ def scaling_fact(ctx: Context, name: str, at_least: float | None = None, below: 
     if not hits:
         return None
     best = max(hits, key=lambda f: f.value if isinstance(f.value, (int, float)) else 0)
-    ranks = frozenset(f.rank for f in hits if f.rank is not None and name == "straggler")
+    ranks = frozenset(f.rank for f in hits if f.rank is not None and name in ("straggler", "rank_stalled"))
     return Binding(ranks, tuple(hits[:10]), {"value": best.value, "detail": best.text or name, "run": best.run})
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from diagnose.evidence import LogLine, Provenance, parse_evidence
+from diagnose.probes import artifacts
 from diagnose.probes.files import OpenedBuffer, Skip, open_buffer, total_size, walk
 from diagnose.probes.logs import flight_recorder
 from diagnose.probes.logs.scanner import Scanner
@@ -118,14 +119,15 @@ def _records(path: str, scanner: Scanner, opened: OpenedBuffer) -> tuple[list[di
         })
     notes = [f"{path}: {opened.note}"] if opened.note else []
     notes += [f"{path}: {n} more '{sig}' lines not kept" for sig, n in result.dropped.items()]
-    return records, [], notes
+    found, artifact_notes = artifacts.records(path, opened.data, file_rank)  # launch/config/system/metric artifacts
+    return records + found, [], notes + artifact_notes
 
 
 class LogProbe:
     """Reads logs, NCCL debug output, Slurm/kernel messages and evidence files."""
 
     name: ClassVar[str] = "logs"
-    produces: ClassVar[frozenset[str]] = frozenset({"log_line", "collective_state", "process_group"})
+    produces: ClassVar[frozenset[str]] = frozenset({"log_line", "collective_state", "process_group"}) | artifacts.PRODUCES
 
     def __init__(self, signatures: SignatureSet | None = None, workers: int | None = None) -> None:
         self.signatures = signatures or log_signatures()

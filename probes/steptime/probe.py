@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.evidence import Provenance, StepMetric
+from diagnose.probes.logs.probe import rank_from_line, rank_from_path
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
 
 try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback
@@ -21,7 +22,7 @@ try:  # the fast detector is optional: the Python ``re`` gate is a correct fallb
 except ImportError:  # pragma: no cover - exercised where the wheel is missing
     hyperscan = None
 
-__all__ = ["parse_step_lines"]
+__all__ = ["parse_step_lines", "run_label"]
 
 MAX_LINE = 4096
 TIME_FIELDS = ("step_time", "data_time", "comm_time", "compute_time", "epoch_time", "sync_time")
@@ -36,6 +37,8 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
     """StepMetrics from ``(line number, text)`` pairs of one source; unrecognised lines are ignored."""
     spec = steptime_spec()
     file_ws, file_ddp = label_world(Path(source).name, spec)
+    file_rank = rank_from_path(source)
+    base = run_label(source, file_rank)
     header: list[str] | None = None
     labels: dict[str, int] = {}
     last_label: str | None = None
@@ -61,8 +64,10 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
                     labels[label] = labels.get(label, 0) + 1
                 last_label = label
                 fields["run"] = label if labels[label] == 1 else f"{label} #{labels[label]}"
-            fields.setdefault("run", source)
-            metric = _metric(fields, source, line_no, stripped)
+            fields.setdefault("run", base)
+            if file_rank is not None:
+                fields.setdefault("rank", file_rank)
+            metric = _metric(fields, source, line_no, stripped, base)
             if metric is not None:
                 out.append(metric)
     return out
@@ -111,6 +116,8 @@ def _fields(text: str, spec: StepSpec, hit: list[int]) -> dict[str, Any]:
     pm = spec.labels["rank_prefix"].search(text)
     if pm and "rank" not in raw:
         raw["rank"] = pm.group("n")
+    elif "rank" not in raw and (prefixed := rank_from_line(text)) is not None:
+        raw["rank"] = str(prefixed)  # `[default3]:`, `[1,3]<stdout>:`, `3: ` (srun --label)
     return _convert(raw, spec)
 
 
@@ -157,11 +164,28 @@ def _convert(raw: dict[str, str], spec: StepSpec) -> dict[str, Any]:
     return out
 
 
-def _metric(fields: dict[str, Any], source: str, line_no: int, text: str) -> StepMetric | None:
+def run_label(source: str, rank: int | None) -> str:
+    """The run a per-rank file belongs to: its path with the rank number replaced by ``*``."""
+    if rank is None:
+        return source
+    digits, end = str(rank), len(source)
+    while (at := source.rfind(digits, 0, end)) >= 0:
+        end = at
+        before, after = source[at - 1:at], source[at + len(digits):at + len(digits) + 1]
+        if before.isdigit() or after.isdigit():
+            continue
+        label = f"{source[:at]}*{source[at + len(digits):]}"
+        if rank_from_path(label.replace("*", "x")) is None:
+            return label
+    return source
+
+
+def _metric(fields: dict[str, Any], source: str, line_no: int, text: str,
+            base: str | None = None) -> StepMetric | None:
     keys = set(fields) - {"run", "step", "epoch", "steps_per_epoch", "rank", "distributed"}
     if not keys and "steps_per_epoch" not in fields:
         return None
-    if fields.get("run") and fields["run"] != source:
+    if fields.get("run") and fields["run"] not in (source, base):
         fields["run"] = f"{source}:{fields['run']}"
     try:
         return StepMetric(provenance=Provenance(probe="steptime", source=source, line=line_no),

@@ -40,8 +40,9 @@ def test_b_eff_from_batch_contract_and_constant_lr() -> None:
     facts = {f.name: f for f in analysis.facts}
     assert facts["b_eff_ratio"].value == pytest.approx(16.0)
     assert "stayed the same" in facts["lr_not_adjusted"].text
-    # throughput-based eta: (512 / 0.2) / (8 * 32 / 0.1) = 1.0
-    assert facts["eta"].value == pytest.approx(1.0)
+    # eta = T1/(N*TN) = 0.1 / (8 * 0.2); per sample: (512 / 0.2) / (8 * 32 / 0.1) = 1.0
+    assert facts["eta"].value == pytest.approx(0.0625)
+    assert facts["eta_per_sample"].value == pytest.approx(1.0)
 
 
 def test_same_steps_per_epoch_with_ddp_means_unsharded_data() -> None:

@@ -1,0 +1,268 @@
+"""Predicates over pasted artifacts: launch specs, configs, system facts and metric tables.
+
+The launch checks follow the launch contract (world size = nodes x processes per node, one process per
+GPU, a batch script starts its tasks with srun); the batch checks follow B_eff = N * B_local * A.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from statistics import mean
+from typing import Any
+
+from diagnose.context import Context
+from diagnose.predicates.base import Binding, predicate
+
+GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
+_FIELDS = ("launcher", "procs", "devices", "where", "detail")
+
+
+def _bind(evidence: Sequence[Any], **fields: Any) -> Binding:
+    ranks = frozenset(e.rank for e in evidence if getattr(e, "rank", None) is not None)
+    return Binding(ranks, tuple(evidence), fields)
+
+
+def _gpu_count(ctx: Context) -> tuple[int, Any] | None:
+    counts = [f for f in ctx.of("system_fact") if f.name == "gpu_count" and f.tool in GPU_COUNT_TOOLS
+              and isinstance(f.value, int) and f.value > 0]
+    return (max(f.value for f in counts), max(counts, key=lambda f: f.value)) if counts else None
+
+
+def _by_source(ctx: Context, kind: str) -> dict[str | None, list[Any]]:
+    out: dict[str | None, list[Any]] = defaultdict(list)
+    for e in ctx.of(kind):
+        out[e.provenance.source].append(e)
+    return out
+
+
+def _procs(spec: Any) -> int | None:
+    return spec.procs_per_node if spec.launcher != "sbatch" else None
+
+
+def _exceeds(ctx: Context, against: str) -> Binding | None:
+    hardware = _gpu_count(ctx) if against == "hardware" else None
+    for source, specs in _by_source(ctx, "launch_spec").items():
+        alloc = next((s for s in specs if s.launcher in ("sbatch", "srun") and s.gpus_per_node), None)
+        env = next((s for s in specs if s.launcher in ("env", "kubernetes") and s.visible_gpus is not None), None)
+        for spec in specs:
+            p = _procs(spec)
+            if not p or p < 2 and against != "visible":
+                continue
+            if against == "visible":
+                visible = spec.visible_gpus if spec.visible_gpus is not None else (env.visible_gpus if env else None)
+                if visible is not None and p > visible:
+                    cited = [spec] + ([env] if env and spec.visible_gpus is None else [])
+                    return _bind(cited, launcher=spec.launcher, procs=p, devices=visible,
+                                 where=f"CUDA_VISIBLE_DEVICES={spec.cuda_visible_devices or env.cuda_visible_devices}",
+                                 detail=source)
+            elif against == "allocation" and alloc is not None and spec is not alloc and spec.launcher != "srun":
+                if p > alloc.gpus_per_node:
+                    return _bind([spec, alloc], launcher=spec.launcher, procs=p, devices=alloc.gpus_per_node,
+                                 where=f"the {alloc.launcher} allocation ({alloc.gpus_per_node} GPUs per node)",
+                                 detail=source)
+            elif against == "hardware" and hardware is not None and p > hardware[0]:
+                return _bind([spec, hardware[1]], launcher=spec.launcher, procs=p, devices=hardware[0],
+                             where=f"{hardware[1].tool} ({hardware[0]} GPUs)", detail=source)
+    return None
+
+
+def _batch_without_starter(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher != "sbatch" or spec.launches_tasks is not False:
+            continue
+        tasks = (spec.nodes or 1) * (spec.procs_per_node or 1)
+        if (spec.nodes or 1) > 1 or (tasks > 1 and spec.inner_launcher in (None, "python")):
+            inner = spec.inner_launcher or "its command"
+            return _bind([spec], launcher="sbatch", procs=tasks, devices=spec.gpus_per_node or "?",
+                         where=f"{inner} runs once, on the first node", detail=spec.text or "")
+    return None
+
+
+def _nodes_disagree(ctx: Context) -> Binding | None:
+    for source, specs in _by_source(ctx, "launch_spec").items():
+        outer = [s for s in specs if s.launcher in ("sbatch", "srun") and s.nodes]
+        inner = [s for s in specs if s.launcher in ("torchrun", "torch.distributed.launch", "deepspeed", "accelerate")
+                 and s.nodes]
+        for o in outer:
+            for i in inner:
+                if i.nodes != o.nodes:
+                    return _bind([i, o], launcher=i.launcher, procs=i.nodes, devices=o.nodes,
+                                 where=f"{i.launcher} says {i.nodes} node(s), {o.launcher} gives {o.nodes}",
+                                 detail=source)
+        tasks = [s for s in specs if s.launcher in ("sbatch", "srun") and (s.procs_per_node or 1) > 1]
+        per_node = [s for s in specs if s.launcher in ("torchrun", "torch.distributed.launch") and (s.procs_per_node or 1) > 1]
+        if tasks and per_node:
+            t, p = tasks[0], per_node[0]
+            return _bind([p, t], launcher=p.launcher, procs=t.procs_per_node * p.procs_per_node, devices=p.procs_per_node,
+                         where=f"{t.procs_per_node} {t.launcher} tasks per node each start {p.procs_per_node} "
+                               f"{p.launcher} processes", detail=source)
+    return None
+
+
+def _world_product(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        if spec.world_size and spec.nodes and spec.procs_per_node and spec.world_size != spec.nodes * spec.procs_per_node:
+            return _bind([spec], launcher=spec.launcher, procs=spec.world_size, devices=spec.nodes * spec.procs_per_node,
+                         where=f"world size {spec.world_size} != {spec.nodes} nodes x {spec.procs_per_node} per node",
+                         detail=spec.text or "")
+    return None
+
+
+def _endpoint_no_port(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        ep = spec.rdzv_endpoint
+        if ep and spec.rdzv_backend == "c10d" and ":" not in ep.replace("[", "").split("]")[-1]:
+            return _bind([spec], launcher=spec.launcher, procs=spec.nodes or "?", devices="?",
+                         where=f"--rdzv-endpoint {ep} names no port", detail=spec.text or "")
+    return None
+
+
+CHECKS = {
+    "procs_exceed_visible": lambda ctx: _exceeds(ctx, "visible"),
+    "procs_exceed_allocation": lambda ctx: _exceeds(ctx, "allocation"),
+    "procs_exceed_hardware": lambda ctx: _exceeds(ctx, "hardware"),
+    "batch_script_without_task_launcher": _batch_without_starter,
+    "nodes_disagree": _nodes_disagree,
+    "world_size_not_product": _world_product,
+    "rdzv_endpoint_without_port": _endpoint_no_port,
+}
+
+
+@predicate(binds=_FIELDS, kinds=("launch_spec", "system_fact"))
+def launch_check(ctx: Context, check: str) -> Binding | None:
+    """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, batch_script_without_task_launcher,
+    nodes_disagree, world_size_not_product, rdzv_endpoint_without_port."""
+    if check not in CHECKS:
+        raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
+    return CHECKS[check](ctx)
+
+
+def _matches(value: Any, equals: Any, at_least: float | None, below: float | None) -> bool:
+    if equals is not None:
+        return str(value).lower() == str(equals).lower()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return at_least is None and below is None and bool(value)
+    return (at_least is None or value >= at_least) and (below is None or value < below)
+
+
+@predicate(binds=("value", "detail", "tool"), kinds=("system_fact",))
+def system_fact(ctx: Context, facts: Sequence[str], equals: Any = None, at_least: float | None = None,
+                below: float | None = None) -> Binding | None:
+    """A system tool printed one of the ``facts`` with a value that equals / is >= at_least / is < below."""
+    hits = [f for f in ctx.of("system_fact") if f.name in facts and _matches(f.value, equals, at_least, below)]
+    if not hits:
+        return None
+    return _bind(hits[:10], value=hits[0].value, detail=hits[0].detail or hits[0].text or hits[0].name, tool=hits[0].tool)
+
+
+@predicate(binds=("name", "values", "sources"), kinds=("system_fact",))
+def system_fact_differs(ctx: Context, facts: Sequence[str]) -> Binding | None:
+    """Files describing different nodes (or runs) report different values of one of the ``facts``."""
+    for name in facts:
+        by_value: dict[str, list[Any]] = defaultdict(list)
+        for f in ctx.of("system_fact"):
+            if f.name == name:
+                by_value[str(f.value)].append(f)
+        sources = {f.provenance.source for fs in by_value.values() for f in fs}
+        if len(by_value) > 1 and len(sources) > 1:
+            cited = [fs[0] for fs in by_value.values()]
+            return _bind(cited, name=name, values=" vs ".join(sorted(by_value)), sources=len(sources))
+    return None
+
+
+@predicate(binds=("format", "value", "field"), kinds=("config_setting",))
+def config_setting(ctx: Context, field: str, equals: Any = None, at_least: float | None = None,
+                   below: float | None = None) -> Binding | None:
+    """A config sets ``field`` to a value that equals / is >= at_least / is < below."""
+    hits = [c for c in ctx.of("config_setting") if getattr(c, field, None) is not None
+            and _matches(getattr(c, field), equals, at_least, below)]
+    if not hits:
+        return None
+    return _bind(hits[:10], format=hits[0].format, value=getattr(hits[0], field), field=field)
+
+
+def _contract(ctx: Context) -> list[tuple[str | None, dict[str, Any], list[Any]]]:
+    """Per file: world size, local batch, accumulation and LR from its configs and launch specs."""
+    out = []
+    sources = set(_by_source(ctx, "config_setting")) | set(_by_source(ctx, "launch_spec"))
+    configs, launches = _by_source(ctx, "config_setting"), _by_source(ctx, "launch_spec")
+    for source in sorted(sources, key=str):
+        got: dict[str, Any] = {}
+        cited: list[Any] = []
+        for c in configs.get(source, []):
+            for key in ("local_batch", "accumulation", "lr"):
+                if getattr(c, key) is not None:
+                    got.setdefault(key, getattr(c, key))
+            if c.num_processes:
+                got.setdefault("world", c.num_processes * (c.num_machines or 1) if c.format == "lightning"
+                               else c.num_processes)
+            cited.append(c)
+        for s in launches.get(source, []):
+            n = s.world_size or ((s.nodes or 1) * s.procs_per_node if s.procs_per_node else None)
+            if n and s.launcher not in ("sbatch", "srun"):
+                got.setdefault("world", n)
+                cited.append(s)
+        if got:
+            out.append((source, got, cited))
+    return out
+
+
+@predicate(binds=("before", "after", "lr", "changed"), kinds=("config_setting", "launch_spec"))
+def batch_contract_changed(ctx: Context, same_lr: bool = True) -> Binding | None:
+    """Two files give different B_eff = N * B_local * A (world size or accumulation changed) and, with
+    ``same_lr``, the same learning rate (or none stated in one of them)."""
+    rows = [(s, g, c) for s, g, c in _contract(ctx) if g.get("local_batch") or g.get("accumulation") or g.get("world")]
+    for i, (_, a, ca) in enumerate(rows):
+        for _, b, cb in rows[i + 1:]:
+            changed = [k for k in ("world", "local_batch", "accumulation") if k in a and k in b and a[k] != b[k]]
+            if not changed:
+                continue
+            lr_same = a.get("lr") is None or b.get("lr") is None or abs(a["lr"] - b["lr"]) <= 1e-12 + 0.01 * abs(a["lr"])
+            if same_lr and not lr_same:
+                continue
+
+            def beff(g: dict[str, Any]) -> str:
+                return f"{g.get('world', 'N')} x {g.get('local_batch', 'B')} x {g.get('accumulation', 1)}"
+            return _bind([*ca, *cb][:8], before=beff(a), after=beff(b), lr=a.get("lr") or b.get("lr") or "unchanged",
+                         changed=", ".join(changed))
+    return None
+
+
+@predicate(binds=("name", "low", "high", "spread", "across"), kinds=("metric_series",))
+def metric_spread(ctx: Context, across: str, at_least: float, metrics: Sequence[str] = ()) -> Binding | None:
+    """A metric differs by at least ``at_least`` (relative) across seeds or world sizes (``across``)."""
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for m in ctx.of("metric_series"):
+        key = m.seed if across == "seed" else m.world_size
+        if key is None or not m.values or (metrics and m.name not in metrics):
+            continue
+        if m.name in ("throughput", "step_time", "epoch_time"):
+            continue
+        groups[m.name].append(m)
+    for name, items in groups.items():
+        if len({(m.seed if across == "seed" else m.world_size) for m in items}) < 2:
+            continue
+        vals = [m.values[-1] for m in items]
+        lo, hi = min(vals), max(vals)
+        scale = abs(mean(vals)) or 1.0
+        if (hi - lo) / scale >= at_least:
+            cited = [min(items, key=lambda m: m.values[-1]), max(items, key=lambda m: m.values[-1])]
+            return _bind(cited, name=name, low=lo, high=hi, spread=round((hi - lo) / scale, 4), across=across)
+    return None
+
+
+@predicate(binds=("field", "values", "formats"), kinds=("config_setting",))
+def config_differs(ctx: Context, fields: Sequence[str]) -> Binding | None:
+    """Configs from different files set one of ``fields`` differently (e.g. ZeRO stage between save and resume)."""
+    for name in fields:
+        by_value: dict[str, list[Any]] = defaultdict(list)
+        for c in ctx.of("config_setting"):
+            if getattr(c, name, None) is not None:
+                by_value[str(getattr(c, name))].append(c)
+        sources = {c.provenance.source for cs in by_value.values() for c in cs}
+        if len(by_value) > 1 and len(sources) > 1:
+            cited = [cs[0] for cs in by_value.values()]
+            return _bind(cited, field=name, values=" vs ".join(sorted(by_value)),
+                         formats=", ".join(sorted({c.format for c in cited})))
+    return None

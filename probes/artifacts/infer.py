@@ -1,0 +1,64 @@
+"""The symptom that the kinds of artifacts suggest (``rules/artifacts/infer.yaml``): a weak prior.
+
+A throughput table across GPU counts asks a scaling question, results across seeds a divergence
+question, a launch script with nothing that ran a start-up question. The engine uses it only when the
+user named no symptom, and lets a symptom from stronger evidence win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from diagnose.evidence import InferredSymptom
+from diagnose.probes.artifacts.spec import family
+
+__all__ = ["infer_symptoms"]
+
+RAN = ("step_metric", "stack_sample", "collective_state", "rank_exit", "checkpoint_content")
+
+
+def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
+    """The evidence that makes ``when`` hold, or None."""
+    if "step_world_sizes" in when:
+        steps = [e for e in ev if e.kind == "step_metric" and e.world_size
+                 and (e.step_time or e.throughput or e.epoch_time)]
+        if len({e.world_size for e in steps}) >= when["step_world_sizes"]:
+            return steps
+    if "metric_seeds" in when:
+        seeded = [e for e in ev if e.kind == "metric_series" and e.seed is not None]
+        if len({e.seed for e in seeded}) >= when["metric_seeds"]:
+            return seeded
+    if "metric_world_sizes" in when:
+        wanted = set(when.get("measures", ()))
+        series = [e for e in ev if e.kind == "metric_series" and e.world_size
+                  and (e.name in wanted or ("metric" in wanted and e.name not in
+                                            ("throughput", "step_time", "epoch_time", "loss")))]
+        if len({e.world_size for e in series}) >= when["metric_world_sizes"]:
+            return series
+    if "system_facts" in when:
+        facts = [e for e in ev if e.kind == "system_fact" and e.name in when["system_facts"]]
+        if facts:
+            return facts
+    if "step_terms" in when:
+        steps = [e for e in ev if e.kind == "step_metric" and any(getattr(e, t) for t in when["step_terms"])]
+        if len(steps) >= 2:
+            return steps
+    if when.get("launch_only"):
+        launches = [e for e in ev if e.kind == "launch_spec"]
+        if launches and not any(e.kind in RAN or e.kind == "log_line" for e in ev):
+            return launches
+    return None
+
+
+def infer_symptoms(evidence: Sequence[Any]) -> list[InferredSymptom]:
+    """Symptoms the artifacts suggest, strongest first (at most one per rule)."""
+    out: list[InferredSymptom] = []
+    for rule in family("infer").tables["rules"]:
+        hits = _holds(rule["when"], evidence)
+        if hits:
+            first = hits[0]
+            out.append(InferredSymptom(symptom=rule["symptom"], basis=rule["basis"], provenance=first.provenance,
+                                       missing=tuple(rule.get("missing", ())),
+                                       text=f"{rule['basis']} ({len(hits)} record(s))"))
+    return out

@@ -1,0 +1,273 @@
+"""Launch commands, batch scripts, manifests and env dumps -> LaunchSpec evidence (the launch contract).
+
+A command is recognised by its first words (``rules/artifacts/launch.yaml``: launchers, then each
+launcher's option names); ``#SBATCH`` directives make one ``sbatch`` spec, whose body says whether it
+starts its tasks with srun/mpirun; ``export``/``env`` lines and Kubernetes env lists make an ``env`` or
+``kubernetes`` spec. A launch command sees the variables exported above it in the same file.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from diagnose.evidence import LaunchSpec
+from diagnose.probes.artifacts.source import Source, to_bool, to_int
+from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
+
+__all__ = ["parse", "split_command", "visible_count"]
+
+_INT_FIELDS = ("nodes", "procs_per_node", "world_size", "gpus_per_node", "gpus_per_task", "cpus_per_task",
+               "master_port")
+_STR_FIELDS = ("rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "mem", "wrapper")
+BATCH_STARTERS = ("srun", "mpirun")
+
+
+def visible_count(value: str) -> int:
+    """Devices a CUDA_VISIBLE_DEVICES value leaves visible ("" and "-1" leave none)."""
+    items = [v for v in value.strip().strip("\"'").split(",") if v.strip()]
+    return 0 if not items or items[0].strip().startswith("-") or items[0] == "NoDevFiles" else len(items)
+
+
+def _kept(key: str, spec: FamilySpec) -> bool:
+    return key in spec.tables["env"] or any(key.startswith(p) for p in spec.tables["keep_prefixes"])
+
+
+def _tokens(cmd: str) -> list[str]:
+    try:
+        return shlex.split(cmd, comments=True)
+    except ValueError:  # an unbalanced quote in a pasted line
+        return cmd.split()
+
+
+def _launcher(tokens: list[str], spec: FamilySpec) -> tuple[str, int] | None:
+    """(launcher name, index of its first option) when ``tokens`` start with a launcher."""
+    if not tokens:
+        return None
+    prog = tokens[0].rsplit("/", 1)[-1]
+    for entry in spec.tables["launchers"]:
+        if "program" in entry and prog == entry["program"]:
+            sub = entry.get("subcommand")
+            if sub is None:
+                return entry["name"], 1
+            if len(tokens) > 1 and tokens[1] == sub:
+                return entry["name"], 2
+        if "module" in entry and prog in spec.tables["pythons"]:
+            mods = [i for i, t in enumerate(tokens[1:4], 1) if t == "-m"]
+            if mods and mods[0] + 1 < len(tokens) and tokens[mods[0] + 1] == entry["module"]:
+                at = mods[0] + 2
+                if entry["name"] == "lightning" and at < len(tokens) and tokens[at] == "run":
+                    at += 2 if at + 1 < len(tokens) and tokens[at + 1] == "model" else 1
+                return entry["name"], at
+    return None
+
+
+def split_command(cmd: str, spec: FamilySpec | None = None) -> tuple[dict[str, str], list[str]]:
+    """Leading ``VAR=value`` assignments and the command's words after wrappers (nohup, time, numactl ...)."""
+    spec = spec or family("launch")
+    tokens = _tokens(cmd)
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        key, eq, val = tok.partition("=")
+        if eq and key.isidentifier() and key.upper() == key:
+            env[key] = val
+        elif tok.rsplit("/", 1)[-1] in spec.tables["skip_words"]:
+            while i + 1 < len(tokens) and tokens[i + 1].startswith("-"):
+                i += 1
+        else:
+            break
+        i += 1
+    return env, tokens[i:]
+
+
+def _options(name: str, tokens: list[str], at: int, spec: FamilySpec) -> tuple[dict[str, Any], int]:
+    """Options of launcher ``name`` from ``tokens[at:]``; returns them and the index of the first operand."""
+    known = spec.tables["options"].get(name, {})
+    flags = set(spec.tables["flags"].get(name, ()))
+    out: dict[str, Any] = {}
+    i = at
+    while i < len(tokens):
+        tok = tokens[i]
+        if not tok.startswith("-") or tok == "-":
+            break
+        body, eq, val = tok.lstrip("-").partition("=")
+        opt = body.replace("-", "_")
+        if opt in ("m", "module") and name in ("torchrun", "torch.distributed.launch", "accelerate"):
+            break
+        if not tok.startswith("--") and len(opt) > 1 and opt not in known and opt not in flags and opt[0] in known:
+            opt, val, eq = opt[0], opt[1:], "="  # -N2
+        if eq:
+            out[opt] = val
+        elif opt in flags:
+            out[opt] = True
+        elif i + 1 < len(tokens):
+            out[opt] = tokens[i + 1]
+            i += 1
+        i += 1
+    return {known.get(k, k): v for k, v in out.items()}, i
+
+
+def _fields(opts: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _INT_FIELDS:
+        if key in opts and (n := to_int(opts[key])) is not None:
+            out[key] = n
+    for key in _STR_FIELDS:
+        if key in opts and isinstance(opts[key], str):
+            out[key] = opts[key]
+    if "gres" in opts and "gpu" in str(opts["gres"]) and (n := to_int(opts["gres"])) is not None:
+        out.setdefault("gpus_per_node", n)
+    if "gpus" in opts and (n := to_int(opts["gpus"])) is not None and out.get("nodes", 1) == 1:
+        out.setdefault("gpus_per_node", n)
+    if "map_by" in opts and str(opts["map_by"]).startswith("ppr:"):
+        parts = str(opts["map_by"]).split(":")
+        if len(parts) >= 3 and parts[1].isdigit() and parts[2] == "node":
+            out.setdefault("procs_per_node", int(parts[1]))
+    if "exclusive" in opts:
+        out["exclusive"] = bool(to_bool(opts["exclusive"]) is not False)
+    if out.get("rdzv_endpoint") is not None and not out.get("rdzv_backend"):
+        out["rdzv_backend"] = "static"
+    return out
+
+
+def _with_env(fields: dict[str, Any], env: dict[str, str], spec: FamilySpec) -> dict[str, Any]:
+    variables = {k: v for k, v in env.items() if _kept(k, spec)}
+    if variables:
+        fields["variables"] = variables
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        fields["cuda_visible_devices"] = cvd
+        fields["visible_gpus"] = visible_count(cvd)
+    return fields
+
+
+def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySpec) -> list[LaunchSpec]:
+    local, tokens = split_command(cmd, spec)
+    found = _launcher(tokens, spec)
+    if found is None:
+        return []
+    name, at = found
+    opts, rest = _options(name, tokens, at, spec)
+    fields = _with_env(_fields(opts), {**env, **local}, spec)
+    inner: list[LaunchSpec] = []
+    if name in ("srun", "mpirun") and rest < len(tokens):
+        inner = _command(src, no, shlex.join(tokens[rest:]), {**env, **local}, spec)
+        if inner:
+            fields["inner_launcher"] = inner[0].launcher
+        fields["script"] = tokens[rest]
+    elif rest < len(tokens):
+        fields["script"] = tokens[rest + 1] if tokens[rest] == "-m" and rest + 1 < len(tokens) else tokens[rest]
+    return [LaunchSpec(launcher=name, provenance=src.prov(no), rank=src.rank, text=cmd[:500], **fields), *inner]
+
+
+def _env_spec(src: Source, env: dict[str, str], first: int | None, spec: FamilySpec) -> list[LaunchSpec]:
+    kept = {k: v for k, v in env.items() if _kept(k, spec)}
+    if len(kept) < spec.tables["min_env_keys"]:
+        return []
+    fields: dict[str, Any] = {}
+    for var, key in spec.tables["env"].items():
+        if var in kept:
+            fields[key] = kept[var]
+    fields = _with_env({k: v for k, v in _fields(fields).items()}, kept, spec)
+    k8s = any(m in kept for m in spec.tables["kubernetes_markers"])
+    text = " ".join(f"{k}={v}" for k, v in list(kept.items())[:12])
+    return [LaunchSpec(launcher="kubernetes" if k8s else "env", provenance=src.prov(first), rank=src.rank,
+                       text=text[:500], **fields)]
+
+
+_WORDS: dict[int, tuple[str, ...]] = {}
+
+
+def _words(spec: FamilySpec) -> tuple[str, ...]:
+    if id(spec) not in _WORDS:
+        words = {e.get("program") for e in spec.tables["launchers"]} | set(spec.tables["pythons"])
+        _WORDS[id(spec)] = tuple(sorted(w for w in words if w))
+    return _WORDS[id(spec)]
+
+
+def _gates(src: Source, spec: FamilySpec) -> tuple[set[str], set[str]]:
+    """Launcher words and optional patterns this file can hold at all (cheap whole-text checks)."""
+    present = strings_in(src.text, _words(spec))
+    extras = {p.name for p in spec.present(src.text) if p.name in ("mp_spawn", "init_backend", "wrapper")}
+    return present, extras
+
+
+def parse(src: Source) -> list[LaunchSpec]:
+    """Every launch command, batch script, env dump and spawn call in ``src``."""
+    spec = family("launch")
+    rx = spec.rx
+    present, wanted = _gates(src, spec)
+    sbatch, k8s = "#SBATCH" in src.text, "name:" in src.text and "value:" in src.text
+    exports = "=" in src.text and spec.multiline["env_assignment"].search(src.text) is not None
+    if not (present or wanted or sbatch or k8s or exports):
+        return []  # nothing a launch could be made of: skip the line loop
+    out: list[LaunchSpec] = []
+    env: dict[str, str] = {}
+    env_first: int | None = None
+    directives: list[str] = []
+    first_directive: int | None = None
+    body: list[LaunchSpec] = []
+    body_python = False
+    k8s_key: str | None = None
+    extras: dict[str, str] = {}
+    pythons = set(spec.tables["pythons"])
+    for no, line in src.logical_lines():
+        if sbatch and "#SBATCH" in line and (m := rx("sbatch_directive").match(line)):
+            directives += _tokens(m.group("args").split(" #", 1)[0])
+            first_directive = first_directive or no
+            continue
+        if k8s:
+            if "name:" in line and (m := rx("k8s_env_name").match(line)):
+                k8s_key = m.group("key")
+                continue
+            if k8s_key and "value:" in line and (m := rx("k8s_env_value").match(line)):
+                env[k8s_key] = m.group("value")
+                env_first = env_first or no
+                k8s_key = None
+                continue
+            k8s_key = None
+        cmd = line
+        lead = line.lstrip()[:1]
+        if lead and (lead in "$#%>(" or "@" in line[:64]):
+            m = rx("prompt").match(line)
+            cmd = m.group("cmd") if m else line
+        lead = cmd.lstrip()[:1]
+        if "=" in cmd and (lead.isupper() or lead in "ed") and (m := rx("env_assignment").match(cmd)):
+            env[m.group("key")] = m.group("value").strip("\"'")
+            env_first = env_first or no
+            continue
+        if present and any(w in cmd for w in present):
+            head = {w.rsplit("/", 1)[-1] for w in cmd.split(None, 4)[:4]}
+            if head & present:
+                found = _command(src, no, cmd, env, spec)
+                out += found
+                if first_directive is not None:
+                    body += found
+                    body_python = body_python or (not found and bool(head & pythons))
+                continue
+        for name in wanted:
+            if name not in extras and (m := rx(name).search(line)):
+                extras[name] = m.group(1) or ""
+                extras[f"{name}_line"] = str(no)
+    if first_directive is not None:
+        opts, _ = _options("sbatch", ["sbatch", *directives], 1, spec)
+        fields = _with_env(_fields(opts), env, spec)
+        fields["launches_tasks"] = any(b.launcher in BATCH_STARTERS for b in body)
+        if body:
+            fields["inner_launcher"] = body[0].launcher
+        elif body_python:
+            fields["inner_launcher"] = "python"
+        out.insert(0, LaunchSpec(launcher="sbatch", provenance=src.prov(first_directive), rank=src.rank,
+                                 text=" ".join(directives)[:500], **fields))
+    if "mp_spawn" in extras:
+        nprocs = to_int(extras["mp_spawn"]) if extras["mp_spawn"] else None
+        out.append(LaunchSpec(launcher="mp.spawn", procs_per_node=nprocs, provenance=src.prov(int(extras["mp_spawn_line"])),
+                              rank=src.rank, text=f"mp.spawn(nprocs={extras['mp_spawn'] or '?'})"))
+    if out and (extras.get("init_backend") or extras.get("wrapper")):
+        out = [s.model_copy(update={"backend": s.backend or extras.get("init_backend"),
+                                    "wrapper": s.wrapper or extras.get("wrapper")}) for s in out]
+    if env and not out:  # exported variables are already part of every launch in the file
+        out += _env_spec(src, env, env_first, spec)
+    return out

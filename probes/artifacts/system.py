@@ -1,0 +1,251 @@
+"""System tool outputs -> SystemFact evidence (``rules/artifacts/system.yaml``).
+
+Simple outputs are table-driven (``line_facts``: named groups become facts; ``count_facts``: distinct
+values are counted); the topology matrix, nccl-tests, strace -c, profiler tables, nvidia-smi processes,
+py-spy/gdb dumps and ps listings are read as tables. A file is only searched for the patterns whose
+``needs`` strings it holds; tables are capped at ``max_rows`` rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from diagnose.evidence import SystemFact
+from diagnose.probes.artifacts.source import Source, to_float, to_int
+from diagnose.probes.artifacts.spec import FamilySpec, family
+
+__all__ = ["parse", "size_bytes"]
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+
+
+def size_bytes(text: str, default_unit: str = "") -> int | None:
+    """Bytes of a size such as ``64M``, ``503Gi``, ``7.5G`` (free, df -h)."""
+    t = text.strip().rstrip("iB").upper() if text else ""
+    unit = t[-1] if t and t[-1] in _UNITS and not t[-1].isdigit() else default_unit
+    num = to_float(t[:-1] if t and not t[-1].isdigit() else t)
+    return int(num * _UNITS[unit]) if num is not None else None
+
+
+class _Facts:
+    def __init__(self, src: Source) -> None:
+        self.src, self.items = src, []
+
+    def add(self, tool: str, name: str, value: Any, line: int | None, detail: str | None = None,
+            text: str | None = None) -> None:
+        if value is None or value == "":
+            return
+        self.items.append(SystemFact(tool=tool, name=name, value=value, detail=detail, rank=self.src.rank,
+                                     provenance=self.src.prov(line), text=(text or detail or f"{name}={value}")[:500]))
+
+
+def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> None:
+    counts: dict[str, dict[str, Any]] = {}
+    for rule in spec.tables["count_facts"]:
+        if rule["pattern"] in active:
+            counts[rule["pattern"]] = {"rule": rule, "keys": {}, "labels": Counter(), "line": None}
+    line_rules = [r for r in spec.tables["line_facts"] if r["pattern"] in active]
+    envs = "env_torch" in active
+    packages = "package" in active
+    ulimit = "ulimit_line" in active
+    ib = "ib_state" in active
+    ib_states: Counter[str] = Counter()
+    ib_line = None
+    for no, line in enumerate(src.lines, 1):
+        for rule in line_rules:
+            m = spec.rx(rule["pattern"]).search(line)
+            if m:
+                for group, name in rule["facts"].items():
+                    val = m.group(group)
+                    if val is not None:
+                        facts.add(rule["tool"], name, _value(name, val), no, text=line.strip())
+        for pat, c in counts.items():
+            m = spec.rx(pat).search(line)
+            if m:
+                c["keys"].setdefault(m.group(c["rule"]["key"]), no)
+                c["line"] = c["line"] or no
+                if c["rule"].get("label"):
+                    c["labels"][m.group(c["rule"]["label"]).strip()] += 1
+        if envs and (m := spec.rx("env_torch").match(line)):
+            name = spec.tables["collect_env"][m.group("key")]
+            facts.add("collect_env", name, m.group("value"), no, text=line.strip())
+        if packages and (m := spec.rx("package").match(line)):
+            facts.add("packages", spec.tables["packages"].get(m.group("pkg"), f"{m.group('pkg')}_version"),
+                      m.group("ver"), no, text=line.strip())
+        if ulimit and (m := spec.rx("ulimit_line").match(line)):
+            name = spec.tables["ulimit"].get(m.group("flag"))
+            if name:
+                val = m.group("value")
+                facts.add("ulimit", name, to_int(val) if val.isdigit() else val, no, text=line.strip())
+        if ib and (m := spec.rx("ib_state").match(line)):
+            ib_states[m.group("state").capitalize()] += 1
+            ib_line = ib_line or no
+    for c in counts.values():
+        rule = c["rule"]
+        facts.add(_tool(rule), rule["fact"], len(c["keys"]), c["line"],
+                  detail=", ".join(f"{k}" for k in list(c["keys"])[:16]))
+        if rule.get("label_fact") and c["labels"]:
+            label, _ = c["labels"].most_common(1)[0]
+            facts.add(_tool(rule), rule["label_fact"], label, c["line"])
+    if ib_states:
+        facts.add("ibstat", "ib_ports_active", ib_states.get("Active", 0), ib_line,
+                  detail=", ".join(f"{k} {v}" for k, v in ib_states.items()))
+        facts.add("ibstat", "ib_ports_down", ib_states.get("Down", 0), ib_line)
+
+
+def _tool(rule: dict[str, Any]) -> str:
+    return str(rule["tool"])
+
+
+def _value(name: str, val: str) -> Any:
+    if name in ("host_mem_total", "host_mem_available", "shm_size"):
+        return size_bytes(val, "K")
+    if name in ("xid",):
+        return int(val)
+    if name.startswith("nccl_busbw"):
+        return to_float(val)
+    return val
+
+
+def _topology(src: Source, spec: FamilySpec, facts: _Facts) -> None:
+    order = spec.tables["topo_order"]
+    header, row_rx = spec.rx("topo_header"), spec.rx("topo_row")
+    paths: Counter[str] = Counter()
+    first, gpus = None, set()
+    in_matrix = False
+    for no, line in enumerate(src.lines, 1):
+        if header.match(line):
+            in_matrix, first = True, first or no
+            continue
+        if not in_matrix:
+            continue
+        m = row_rx.match(line)
+        if not m:
+            in_matrix = bool(line.strip()) and not line.lstrip().startswith("Legend")
+            continue
+        if m.group("row").startswith("GPU"):
+            gpus.add(m.group("row"))
+            for cell in m.group("cells").split():
+                if cell != "X":
+                    paths["NV" if cell.startswith("NV") else cell] += 1
+    if not gpus:
+        return
+    worst = max(paths, key=lambda p: order.index(p) if p in order else -1) if paths else "X"
+    detail = ", ".join(f"{p} x{n}" for p, n in sorted(paths.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
+    facts.add("nvidia-smi-topo", "gpu_count", len(gpus), first, detail=f"{len(gpus)} GPUs in the topology matrix")
+    facts.add("nvidia-smi-topo", "topo_nvlink", "NV" in paths, first, detail=detail or "one GPU")
+    facts.add("nvidia-smi-topo", "topo_worst_path", worst, first, detail=f"GPU-GPU paths: {detail}")
+
+
+def _tables(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> None:
+    cap = int(spec.tables["max_rows"])
+    if "nccl_tests_row" in active:
+        rows = [(no, to_float(m.group("busbw")), int(m.group("size"))) for no, line in enumerate(src.lines, 1)
+                if (m := spec.rx("nccl_tests_row").match(line))][:cap]
+        if rows:
+            no, bw, size = max(rows, key=lambda r: r[2])
+            facts.add("nccl-tests", "nccl_busbw_large", bw, no, detail=f"busbw {bw} GB/s at {size} bytes")
+    if "strace_row" in active:
+        rows = [(no, to_float(m.group("pct")), m.group("syscall")) for no, line in enumerate(src.lines, 1)
+                if (m := spec.rx("strace_row").match(line))][:cap]
+        if rows:
+            no, pct, call = max(rows, key=lambda r: r[1] or 0)
+            facts.add("strace", "top_syscall", call, no, detail=f"{call} {pct}% of system-call time")
+    if "profiler_row" in active:
+        _profiler(src, spec, facts, cap)
+    if "smi_process_row" in active:
+        per_gpu: dict[str, list[str]] = defaultdict(list)
+        first = None
+        for no, line in enumerate(src.lines, 1):
+            if (m := spec.rx("smi_process_row").match(line)):
+                per_gpu[m.group("gpu")].append(m.group("pid"))
+                first = first or no
+        if per_gpu:
+            most = max(per_gpu.items(), key=lambda kv: len(kv[1]))
+            facts.add("nvidia-smi", "gpu_processes_max", len(most[1]), first,
+                      detail=f"GPU {most[0]} holds {len(most[1])} process(es)")
+    if "smi_mem_row" in active:
+        used = [(no, int(m.group("used")), int(m.group("total"))) for no, line in enumerate(src.lines, 1)
+                if (m := spec.rx("smi_mem_row").match(line))]
+        if used:
+            no, u, t = max(used, key=lambda r: r[1])
+            facts.add("nvidia-smi", "gpu_memory_used_max_mib", u, no, detail=f"{u} MiB of {t} MiB used on one GPU")
+    if "pyspy_thread" in active or "gdb_frame" in active:
+        _stacks(src, spec, facts)
+    if "smi_csv_header" in active:
+        _smi_csv(src, spec, facts)
+    if "ps_row" in active:
+        rows = [(no, m) for no, line in enumerate(src.lines, 1) if (m := spec.rx("ps_row").match(line))][:cap]
+        trainers = [(no, m) for no, m in rows if any(w in m.group("cmd") for w in spec.tables["ps_trainers"])]
+        if trainers:
+            facts.add("ps", "training_processes", len(trainers), trainers[0][0],
+                      detail=f"{len(trainers)} training process(es) listed")
+        zombies = [(no, m) for no, m in rows if m.group("stat").startswith("Z")]
+        if rows:
+            facts.add("ps", "zombie_processes", len(zombies), (zombies or rows)[0][0])
+
+
+def _smi_csv(src: Source, spec: FamilySpec, facts: _Facts) -> None:
+    header = spec.rx("smi_csv_header")
+    for no, line in enumerate(src.lines, 1):
+        if not header.match(line):
+            continue
+        cols = [c.strip().split(" [")[0] for c in line.split(",")]
+        rows = []
+        for nxt in src.lines[no:no + 1024]:
+            cells = [c.strip() for c in nxt.split(",")]
+            if len(cells) != len(cols):
+                break
+            rows.append(dict(zip(cols, cells, strict=True)))
+        if rows:
+            facts.add("nvidia-smi", "gpu_count", len(rows), no, detail=f"{len(rows)} GPUs in the query output")
+            if rows[0].get("name"):
+                facts.add("nvidia-smi", "gpu_model", rows[0]["name"], no + 1)
+            used = [to_int(r.get("memory.used", "").split()[0]) for r in rows if r.get("memory.used")]
+            if used and None not in used:
+                facts.add("nvidia-smi", "gpu_memory_used_max_mib", max(u for u in used if u is not None), no + 1)
+        return
+
+
+def _profiler(src: Source, spec: FamilySpec, facts: _Facts, cap: int) -> None:
+    rows = [(no, m.group("name").strip(), to_float(m.group("self_pct")) or 0.0) for no, line in enumerate(src.lines, 1)
+            if (m := spec.rx("profiler_row").match(line))][:cap]
+    if not rows:
+        return
+    comm = sum(p for _, n, p in rows if any(k in n for k in spec.tables["profiler_comm"]))
+    data = sum(p for _, n, p in rows if any(k in n for k in spec.tables["profiler_data"]))
+    no, top, pct = max(rows, key=lambda r: r[2])
+    facts.add("profiler", "profiler_top_op", top, no, detail=f"{top} {pct}% of self CPU time")
+    facts.add("profiler", "profiler_comm_share", round(comm / 100, 4), rows[0][0], detail=f"communication ops {comm:.1f}%")
+    facts.add("profiler", "profiler_data_share", round(data / 100, 4), rows[0][0], detail=f"data-loading ops {data:.1f}%")
+
+
+def _stacks(src: Source, spec: FamilySpec, facts: _Facts) -> None:
+    thread, frame, gdb = spec.rx("pyspy_thread"), spec.rx("pyspy_frame"), spec.rx("gdb_frame")
+    current: str | None = None
+    threads = 0
+    for no, line in enumerate(src.lines, 1):
+        if (m := thread.match(line)):
+            threads += 1  # py-spy lists the main thread first; older versions print no thread name
+            current = m.group("name") or ("MainThread" if threads == 1 else "")
+            continue
+        if current == "MainThread" and (m := frame.match(line)):
+            facts.add("py-spy", "main_thread_top", f"{m.group('func')} ({m.group('file')}:{m.group('line')})", no)
+            current = None
+        elif (m := gdb.match(line)) and m.group("n") == "0":
+            facts.add("gdb", "native_top", m.group("func"), no, text=line.strip())
+
+
+def parse(src: Source) -> list[SystemFact]:
+    """Every system fact in ``src``."""
+    spec = family("system")
+    active = {p.name for p in spec.present(src.text)}
+    if not active:
+        return []
+    facts = _Facts(src)
+    _simple(src, spec, active, facts)
+    if "topo_row" in active:
+        _topology(src, spec, facts)
+    _tables(src, spec, active, facts)
+    return facts.items

@@ -1,0 +1,80 @@
+"""Configs parsed into ConfigSetting fields; hostile YAML and JSON refused with a note."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from artifact_helpers import parsed
+
+from diagnose.probes.artifacts import parse
+
+
+@pytest.mark.parametrize(("rel", "fmt", "want"), [
+    ("docs/ds_zero3.json", "deepspeed", {"local_batch": 4, "accumulation": 8, "precision": "bf16", "zero_stage": 3,
+                                         "offload_optimizer": "cpu", "offload_param": "cpu", "lr": 2e-5,
+                                         "warmup": 100.0, "log_every": 10}),
+    ("docs/accelerate_fsdp.yaml", "accelerate", {"distributed_type": "FSDP", "num_processes": 8, "num_machines": 1,
+                                                 "precision": "bf16", "fsdp_state_dict_type": "FULL_STATE_DICT",
+                                                 "fsdp_wrap": "TRANSFORMER_BASED_WRAP", "offload_param": "none"}),
+    ("docs/lightning_cli.yaml", "lightning", {"num_processes": 4, "num_machines": 2, "distributed_type": "ddp",
+                                              "precision": "16-mixed", "accumulation": 2, "sync_batchnorm": False,
+                                              "log_every": 50, "local_batch": 32, "num_workers": 8, "lr": 0.001}),
+    ("docs/hydra_config.yaml", "lightning", {"num_processes": 8, "local_batch": 64, "num_workers": 4, "lr": 0.1,
+                                             "sync_batchnorm": False}),
+    ("docs/torchtune_recipe.yaml", "torchtune", {"local_batch": 2, "accumulation": 1, "precision": "bf16",
+                                                 "lr": 2e-5, "warmup": 100.0, "log_every": 1, "offload_param": "none"}),
+    ("docs/hf_training_args.txt", "hf_training_args", {"local_batch": 8, "accumulation": 4, "lr": 5e-5,
+                                                       "precision": "fp16", "num_workers": 0, "log_every": 500}),
+])
+def test_config_fixtures(rel: str, fmt: str, want: dict) -> None:
+    (cfg,) = parsed(rel, "config_setting")
+    assert cfg.format == fmt
+    for key, value in want.items():
+        assert getattr(cfg, key) == (pytest.approx(value) if isinstance(value, float) else value), key
+
+
+def test_config_block_inside_a_mixed_paste() -> None:
+    text = ("I launch with accelerate and this config:\n\ncompute_environment: LOCAL_MACHINE\n"
+            "distributed_type: MULTI_GPU\nnum_processes: 4\nmixed_precision: fp16\n\nand then it hangs:\n"
+            "Traceback (most recent call last):\n")
+    (cfg,) = [e for e in parse("issue.md", text)[0] if e.kind == "config_setting"]
+    assert (cfg.format, cfg.num_processes, cfg.precision, cfg.provenance.line) == ("accelerate", 4, "fp16", 3)
+
+
+def _laughs(levels: int) -> str:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\ndistributed_type: MULTI_GPU\ncompute_environment: LOCAL_MACHINE\n"
+
+
+def test_yaml_alias_bomb_is_refused_quickly() -> None:
+    found, notes = parse("bomb.yaml", _laughs(9))
+    assert not [e for e in found if e.kind == "config_setting"]
+    assert any("aliases" in n for n in notes)
+
+
+def test_deep_json_is_refused() -> None:
+    text = '{"zero_optimization": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    found, notes = parse("deep.json", text)
+    assert not [e for e in found if e.kind == "config_setting"]
+    assert notes
+
+
+def test_deep_yaml_is_refused() -> None:
+    text = "distributed_type: x\ncompute_environment: y\nk: " + "[" * 5000 + "]" * 5000 + "\n"
+    found, notes = parse("deep.yaml", text)
+    assert any("deeper" in n for n in notes)
+
+
+def test_oversized_config_is_not_read() -> None:
+    big = {"zero_optimization": {"stage": 2}, "pad": "x" * (2 << 20)}
+    found, _ = parse("big.json", json.dumps(big))
+    assert not [e for e in found if e.kind == "config_setting"]
+
+
+def test_yaml_tags_do_not_execute() -> None:
+    text = "distributed_type: !!python/object/apply:os.system ['echo pwned']\ncompute_environment: LOCAL_MACHINE\n"
+    found, _ = parse("evil.yaml", text)
+    assert not [e for e in found if e.kind == "config_setting" and e.distributed_type]

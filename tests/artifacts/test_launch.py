@@ -1,0 +1,115 @@
+"""Launch commands, batch scripts, manifests and env dumps parsed into LaunchSpec fields."""
+
+from __future__ import annotations
+
+import pytest
+from artifact_helpers import parsed
+
+from diagnose.probes.artifacts import parse
+
+
+def _one(text: str, launcher: str):
+    specs = [e for e in parse("paste.txt", text)[0] if e.kind == "launch_spec" and e.launcher == launcher]
+    assert specs, parse("paste.txt", text)
+    return specs[0]
+
+
+def test_real_torchrun_transcript() -> None:
+    (spec,) = parsed("real/torchrun_transcript.txt", "launch_spec")
+    assert (spec.launcher, spec.nodes, spec.procs_per_node, spec.rdzv_backend) == ("torchrun", 1, 2, "c10d")
+    assert spec.rdzv_endpoint == "127.0.0.1:29631" and spec.script == "train_steps.py"
+    assert spec.variables == {"OMP_NUM_THREADS": "1"} and spec.provenance.line == 1
+
+
+def test_sbatch_script_without_srun() -> None:
+    (spec,) = parsed("docs/sbatch_job.sh", "launch_spec")
+    assert spec.launcher == "sbatch" and (spec.nodes, spec.procs_per_node, spec.gpus_per_node) == (2, 4, 4)
+    assert spec.cpus_per_task == 8 and spec.mem == "0"
+    assert spec.launches_tasks is False and spec.inner_launcher == "python"
+    assert spec.variables["NCCL_DEBUG"] == "INFO" and spec.variables["OMP_NUM_THREADS"] == "8"
+
+
+def test_sbatch_with_srun_torchrun() -> None:
+    specs = {s.launcher: s for s in parsed("docs/sbatch_torchrun.sh", "launch_spec")}
+    assert set(specs) == {"sbatch", "srun", "torchrun"}
+    assert specs["sbatch"].launches_tasks is True and specs["sbatch"].exclusive is True
+    assert specs["sbatch"].gpus_per_node == 8 and specs["sbatch"].procs_per_node == 1
+    assert specs["srun"].inner_launcher == "torchrun"
+    assert (specs["torchrun"].nodes, specs["torchrun"].procs_per_node) == (2, 8)
+    assert specs["torchrun"].rdzv_backend == "c10d" and specs["torchrun"].variables["MASTER_PORT"] == "29500"
+
+
+def test_kubernetes_pytorchjob_env() -> None:
+    (spec,) = parsed("docs/pytorchjob.yaml", "launch_spec")
+    assert spec.launcher == "kubernetes" and (spec.nodes, spec.procs_per_node) == (2, 8)
+    assert spec.variables["NCCL_SOCKET_IFNAME"] == "eth0"
+
+
+@pytest.mark.parametrize(("text", "launcher", "want"), [
+    ("python -m torch.distributed.launch --nproc_per_node=2 --use_env main.py", "torch.distributed.launch",
+     {"procs_per_node": 2, "script": "main.py"}),
+    ("python3 -m torch.distributed.run --nnodes=1:4 --nproc-per-node=gpu train.py", "torchrun",
+     {"nodes": 4, "procs_per_node": None}),
+    ("deepspeed --num_gpus 4 --num_nodes 2 train.py --deepspeed ds.json", "deepspeed",
+     {"procs_per_node": 4, "nodes": 2, "script": "train.py"}),
+    ("accelerate launch --num_processes 8 --num_machines 2 --multi_gpu --main_process_port 29501 train.py",
+     "accelerate", {"world_size": 8, "nodes": 2, "master_port": 29501, "script": "train.py"}),
+    ("composer -n 8 --world_size 16 --master_port 29500 train.py cfg.yaml", "composer",
+     {"procs_per_node": 8, "world_size": 16, "master_port": 29500, "script": "train.py"}),
+    ("mpirun -np 16 -npernode 8 python train.py", "mpirun", {"world_size": 16, "procs_per_node": 8}),
+    ("mpirun -np 8 --map-by ppr:4:node python train.py", "mpirun", {"world_size": 8, "procs_per_node": 4}),
+    ("python -m lightning run model --devices 4 --num-nodes 2 train.py", "lightning",
+     {"procs_per_node": 4, "nodes": 2, "script": "train.py"}),
+    ("srun -N2 --ntasks-per-node=4 --gpus-per-task=1 -c 8 --mem=64G python train.py", "srun",
+     {"nodes": 2, "procs_per_node": 4, "gpus_per_task": 1, "cpus_per_task": 8, "mem": "64G"}),
+    ("nohup numactl --interleave=all torchrun --standalone --nproc_per_node 8 train.py > out.log", "torchrun",
+     {"procs_per_node": 8, "script": "train.py"}),
+    ("user@node-1:~/proj$ CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc-per-node 4 train.py", "torchrun",
+     {"procs_per_node": 4, "visible_gpus": 3, "cuda_visible_devices": "0,1,2"}),
+])
+def test_command_lines(text: str, launcher: str, want: dict) -> None:
+    spec = _one(text, launcher)
+    for key, value in want.items():
+        assert getattr(spec, key) == value, (key, spec)
+
+
+def test_exported_devices_apply_to_later_launch() -> None:
+    text = "export CUDA_VISIBLE_DEVICES=0\nexport NCCL_P2P_DISABLE=1\ntorchrun --nproc-per-node 2 train.py\n"
+    spec = _one(text, "torchrun")
+    assert spec.visible_gpus == 1 and spec.variables["NCCL_P2P_DISABLE"] == "1" and spec.provenance.line == 3
+
+
+def test_env_dump_alone() -> None:
+    text = "HOME=/home/u\nWORLD_SIZE=8\nMASTER_ADDR=node-1\nMASTER_PORT=29500\nOMP_NUM_THREADS=1\nPATH=/usr/bin\n"
+    spec = _one(text, "env")
+    assert (spec.world_size, spec.master_addr, spec.master_port) == (8, "node-1", 29500)
+    assert "HOME" not in spec.variables and spec.variables["OMP_NUM_THREADS"] == "1"
+
+
+def test_mp_spawn_script() -> None:
+    text = ("import torch.multiprocessing as mp\ndef main():\n    dist.init_process_group(backend='nccl')\n"
+            "    model = DistributedDataParallel(model)\nmp.spawn(main, nprocs=4)\n")
+    spec = _one(text, "mp.spawn")
+    assert spec.procs_per_node == 4 and spec.backend == "nccl" and spec.wrapper == "DistributedDataParallel"
+
+
+@pytest.mark.parametrize("text", [
+    "torchrun is the launcher we use",          # prose: no options, still a command word
+    "Epoch 1: loss=0.3 step=4",
+    "the srun of yesterday failed",
+])
+def test_near_misses_give_no_launch_settings(text: str) -> None:
+    specs = [e for e in parse("x.txt", text)[0] if e.kind == "launch_spec"]
+    assert all(s.procs_per_node is None and s.nodes is None for s in specs)
+
+
+def test_content_parser_adapter_reads_a_view() -> None:
+    from types import SimpleNamespace
+
+    from diagnose.probes.artifacts.content import ArtifactParser
+
+    view = SimpleNamespace(path="cmd.txt", data=b"torchrun --nproc-per-node 4 train.py\n", rank=None)
+    parser = ArtifactParser()
+    assert parser.wants(view) and not parser.wants(SimpleNamespace(path="x", data=b"\0\1", rank=None))
+    (rec,) = parser.parse(view)
+    assert rec["kind"] == "launch_spec" and rec["procs_per_node"] == 4

@@ -1,0 +1,57 @@
+"""System tool outputs parsed into SystemFact values (real outputs from this machine and documented layouts)."""
+
+from __future__ import annotations
+
+from artifact_helpers import facts
+
+
+def test_nvidia_smi_table() -> None:
+    got = facts("docs/nvidia_smi.txt")
+    assert got["gpu_count"] == 2 and got["gpu_model"] == "NVIDIA A100-SXM4-80GB"
+    assert got["driver_version"] == "550.54.15" and got["cuda_version"] == "12.4"
+    assert got["gpu_memory_used_max_mib"] == 40962 and got["gpu_processes_max"] == 1
+
+
+def test_nvidia_smi_query_csv() -> None:
+    got = facts("docs/nvidia_smi_query.csv")
+    assert got["gpu_count"] == 4 and got["gpu_model"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_topology_matrices() -> None:
+    pcie, nvlink = facts("docs/topo_pcie.txt"), facts("docs/topo_nvlink.txt")
+    assert pcie["gpu_count"] == 4 and pcie["topo_nvlink"] is False and pcie["topo_worst_path"] == "SYS"
+    assert nvlink["gpu_count"] == 4 and nvlink["topo_nvlink"] is True
+
+
+def test_nccl_tests_table() -> None:
+    got = facts("docs/nccl_tests.txt")
+    assert got["nccl_busbw_avg"] == 1.07333 and got["nccl_busbw_large"] == 1.18 and got["nccl_tests_ranks"] == 2
+
+
+def test_ibstat_lspci_dmesg() -> None:
+    ib = facts("docs/ibstat.txt")
+    assert ib["ib_ports_active"] == 0 and ib["ib_ports_down"] == 1 and ib["ib_link_layer"] == "Ethernet"
+    hw = facts("docs/lspci_dmesg.txt")
+    assert hw["xid"] == 79 and hw["pci_devices"] == 3
+
+
+def test_real_collect_env_and_pip_list() -> None:
+    env = facts("real/collect_env.txt")
+    assert env["torch_version"] == "2.13.0+cpu" and env["cuda_available"] == "False"
+    assert env["python_version"].startswith("3.11")
+    assert facts("real/pip_list.txt")["torch_version"] == "2.13.0+cpu"
+
+
+def test_real_host_tools() -> None:
+    assert facts("real/free.txt")["host_mem_total"] > 1 << 30
+    assert facts("real/df_shm.txt")["shm_size"] > 0
+    limits = facts("real/ulimit.txt")
+    assert isinstance(limits["open_files"], int) and "memlock_kib" in limits
+    assert facts("real/ps_aux.txt")["zombie_processes"] == 0
+
+
+def test_real_stack_and_profiles() -> None:
+    assert facts("real/pyspy_dump.txt")["main_thread_top"] == "<module> (<string>:1)"
+    assert facts("real/strace_c.txt")["top_syscall"] == "newfstatat"
+    prof = facts("real/profiler_table.txt")
+    assert prof["profiler_top_op"] == "aten::mm" and prof["profiler_comm_share"] == 0.0
