@@ -102,11 +102,12 @@ def rule_dirs(extra: Iterable[Path] = ()) -> list[Path]:
 
 
 def rule_files(dirs: Iterable[Path]) -> list[Path]:
-    """Rule files under ``dirs`` (tests, signatures and data files excluded)."""
+    """Rule files under ``dirs`` (tests, signatures, code tables and data files excluded)."""
     out = []
     for d in dirs:
         for path in sorted(Path(d).rglob("*.yaml")):
-            if path.name.endswith(".test.yaml") or "signatures" in path.parts or path.parent == Path(d):
+            if (path.name.endswith(".test.yaml") or "signatures" in path.parts or "tables" in path.parts
+                    or path.parent == Path(d)):
                 continue
             out.append(path)
     return out

@@ -213,7 +213,8 @@ def _traceback_fields(buf: Any, start: int) -> dict[str, Any]:
         return {}
     names = [f[2] for f in frames[-30:]] + _CALL.findall(chunk[-3000:])
     files = [os.path.basename(f[0]) for f in frames[-30:]]
-    return {"frames": ",".join(names), "frame_files": ",".join(files)}
+    return {"frames": ",".join(names), "frame_files": ",".join(files), "frame_path": frames[-1][0],
+            "frame_line": int(frames[-1][1])}
 
 
 def _prefix(line: str) -> str:
