@@ -39,19 +39,45 @@ class TableEntry(BaseModel):
         return value
 
 
+class FrameEntry(BaseModel):
+    """A function that, as the failing frame of a traceback, points at a cause."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    function: str
+    file: str | None = Field(None, description="basename of the file that defines it (any file when absent)")
+    cause: str
+    alternatives: tuple[str, ...] = ()
+    meaning: str
+
+    @field_validator("cause")
+    @classmethod
+    def _known_cause(cls, value: str) -> str:
+        if value not in CAUSES:
+            raise ValueError(f"unknown cause {value!r}")
+        return value
+
+    def matches(self, function: str, file: str) -> bool:
+        return function == self.function and (self.file is None or file == self.file)
+
+
 class Table(BaseModel):
-    """A code table as written in rules/tables/<table>.yaml."""
+    """A table as written in rules/tables/<table>.yaml: codes (status/error numbers) or frame functions."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     table: str
     description: str
     origin: tuple[str, ...] = Field(min_length=1)
-    codes: dict[int, TableEntry]
+    codes: dict[int, TableEntry] = Field(default_factory=dict)
+    frames: tuple[FrameEntry, ...] = ()
 
     @field_validator("origin", mode="before")
     @classmethod
     def _origin_list(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
+
+    def frame(self, function: str, file: str) -> FrameEntry | None:
+        """The entry for a traceback frame (function name, file basename), if any."""
+        return next((f for f in self.frames if f.matches(function, file)), None)
 
     def lookup(self, value: Any) -> tuple[int, TableEntry] | None:
         """The entry a field value names: by symbolic name anywhere in it, else by its first number."""
@@ -118,3 +144,55 @@ def code_in_table(ctx: Context, names: Sequence[str], fields: Sequence[str], tab
         fields_out = {"code": code, "code_name": entry.name, "meaning": entry.meaning or entry.text or entry.name,
                       "alternatives": ", ".join(entry.alternatives)}
     return Binding(ranks_of(hits), tuple(hits[:20]), {**fields_out, "count": len(hits)})
+
+
+FRAME_GAP = 6  # lines between two frames of one traceback (source line, carets, locals)
+
+
+@predicate(binds=("function", "file", "meaning", "alternatives"), kinds=("log_line",))
+def failing_frame(ctx: Context, table: str, causes: Sequence[str], incomplete_only: bool = True) -> Binding | None:
+    """Tracebacks (frame lines of one writer, close together) whose innermost frame found in the
+    frame table points at one of ``causes``. With ``incomplete_only``, only tracebacks whose final
+    exception line is missing (a cut paste, a process killed while printing) count: a complete one
+    is read through its exception."""
+    tab = load_table(table)
+    hits: list[Any] = []
+    found: Any = None
+    for frames in _tracebacks(ctx):
+        if incomplete_only and _has_exception_after(ctx, frames[-1]):
+            continue
+        for fr in reversed(frames):
+            entry = tab.frame(str(fr.fields.get("func", "")), Path(str(fr.fields.get("path", ""))).name)
+            if entry is not None:
+                if entry.cause in causes:
+                    hits.append(fr)
+                    found = found or (entry, fr)
+                break
+    if not hits:
+        return None
+    entry, fr = found
+    return Binding(ranks_of(hits), tuple(hits[:20]), {
+        "function": entry.function, "file": Path(str(fr.fields.get("path", ""))).name, "meaning": entry.meaning,
+        "alternatives": ", ".join(entry.alternatives), "count": len(hits)})
+
+
+def _tracebacks(ctx: Context) -> list[list[Any]]:
+    """Frame lines grouped into tracebacks: same file, same rank, at most FRAME_GAP lines apart."""
+    frames = sorted(ctx.lines("python_frame"), key=lambda e: (e.provenance.source or "", e.rank if e.rank is not None
+                                                              else -1, e.provenance.line or 0))
+    groups: list[list[Any]] = []
+    for fr in frames:
+        last = groups[-1][-1] if groups else None
+        if (last is not None and last.provenance.source == fr.provenance.source and last.rank == fr.rank
+                and (fr.provenance.line or 0) - (last.provenance.line or 0) <= FRAME_GAP):
+            groups[-1].append(fr)
+        else:
+            groups.append([fr])
+    return groups
+
+
+def _has_exception_after(ctx: Context, frame: Any) -> bool:
+    line = frame.provenance.line or 0
+    return any(e.provenance.source == frame.provenance.source and e.rank == frame.rank
+               and 0 < (e.provenance.line or 0) - line <= FRAME_GAP
+               for e in ctx.lines("python_exception*"))

@@ -107,3 +107,22 @@ def test_library_error_without_rank_is_a_crash_of_an_unknown_rank(tmp_path: Path
     top = _top(_diagnose(log))
     assert top["id"] == "rank_failure" and top["ranks"] == [], top
     assert "JSONDecodeError" in top["summary"] and "rank not named" in top["summary"], top["summary"]
+
+
+@pytest.mark.torch
+def test_traceback_cut_before_its_exception_is_read_from_the_failing_frame(tmp_path: Path) -> None:
+    script = tmp_path / "save.py"
+    script.write_text("import torch\n\ntorch.save({'step': 1}, '/nonexistent-dir/ckpt/step-1.pt')\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback (most recent call last)" in run.stderr
+    lines = run.stderr.rstrip("\n").splitlines()
+    assert "Error" in lines[-1]
+    log = tmp_path / "cut.log"
+    log.write_text("\n".join(lines[:-1]) + "\n")  # the paste lost the exception line
+    top = _top(_diagnose(log))
+    assert top["id"] == "filesystem" and top["confidence"] == "low", top
+    assert "serialization.py" in top["summary"], top["summary"]
+    assert any("serialization.py" in (e.get("text") or "") for e in top["evidence"])
+    whole = tmp_path / "whole.log"
+    whole.write_text(run.stderr)
+    assert "traceback-cut-at-a-frame" not in [r for c in _diagnose(whole)["causes"] for r in c["rules"]]
