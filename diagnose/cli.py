@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     logs = sub.add_parser("logs", parents=[common], help="post-mortem: diagnose the files a run left behind")
     logs.add_argument("paths", nargs="+", type=Path)
     logs.add_argument("--symptom", help="what you saw: a symptom id or hang/slow/oom/crash/diverged/resume")
+    logs.add_argument("--evidence", action="store_true",
+                      help="print every piece of evidence found (JSON Lines: kind, signature, source, line, rank, "
+                           "text) instead of a report")
     hang = sub.add_parser("hang", parents=[common], help="diagnose a job that is hung right now")
     hang.add_argument("--job", required=True, help="Slurm job id, torchrun run id or launcher pid")
     hang.add_argument("--timeout", type=float, default=10.0)
@@ -116,6 +119,10 @@ def _run_command(args: argparse.Namespace) -> Any:
     cmd = args.command
     if cmd == "logs":
         _check_paths(args.paths)
+        if args.evidence:
+            from diagnose.commands.logs import run_evidence
+
+            return run_evidence(args.paths, rule_dirs=args.rules)
         from diagnose.commands.logs import run_logs
 
         return run_logs(args.paths, symptom=args.symptom, rule_dirs=args.rules)

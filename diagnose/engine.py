@@ -18,7 +18,7 @@ from diagnose.predicates import REGISTRY, Binding
 from diagnose.probes.artifacts.infer import infer_symptoms
 from diagnose.ruleset import RuleSet, load_ruleset
 from diagnose.rulespec import Outcome, PredicateCall, Rule
-from diagnose.scoring import alternative_score, apply_prior, combine, confidence_of, finding_score
+from diagnose.scoring import alternative_score, apply_prior, cap_prior, combine, confidence_of, finding_score
 from diagnose.vocab import resolve_symptom
 
 MAX_EVIDENCE_PER_CAUSE = 8
@@ -111,27 +111,67 @@ def _with_alternatives(findings: Sequence[Finding]) -> list[tuple[Finding, float
     return out
 
 
+def prior_only(f: Finding) -> bool:
+    """The finding rests on nothing but a symptom (told with --symptom, or implied by an artifact)."""
+    cited = [e for b in f.bindings.values() for e in b.evidence]
+    return bool(cited) and all(e.kind == "reported_symptom" for e in cited)
+
+
+def specificity(f: Finding) -> int:
+    """How narrowly the rule's conditions pin the evidence down: conditions and their parameters."""
+    calls = [*f.rule.match, *f.outcome.when]
+    return sum(1 + len(c.params.get("where") or {}) + bool(c.params.get("frames_any")) for c in calls if not c.negate)
+
+
+def _first_time(group: Sequence[Finding]) -> float:
+    times = [e.time for f in group for b in f.bindings.values() for e in b.evidence if e.time is not None]
+    return min(times) if times else float("inf")
+
+
 def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
-    """Group findings by cause, combine their scores, apply the symptom prior, order best first."""
+    """Group findings by cause, combine their scores, apply the symptom prior, order best first.
+
+    Causes backed by evidence come first; a cause that only a symptom implies (the runbook's
+    symptom table) is capped at low confidence, cites what implied the symptom, and never adds
+    to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
+    how much evidence each cites, then by the earliest line."""
     groups: dict[str, list[tuple[Finding, float]]] = defaultdict(list)
     for f, score in _with_alternatives(findings):
         groups[f.cause].append((f, score))
-    causes = []
+    ranked = []
     for cause_id, scored in groups.items():
-        scored.sort(key=lambda fs: -fs[1])
+        backed = [(f, sc) for f, sc in scored if not prior_only(f)]
+        only_prior = not backed
+        scored = sorted(backed or scored, key=lambda fs: (-fs[1], -specificity(fs[0])))
         group = [f for f, _ in scored]
         best = group[0]
-        scores = [sc for _, sc in scored]
         symptoms = {f.symptom for f in group} | {s for f in group for s in f.rule.symptoms}
-        score = apply_prior(combine(scores), best.outcome.confidence, symptoms, told)
+        score = apply_prior(combine([sc for _, sc in scored]), best.outcome.confidence, symptoms, told)
+        summary = best.message
+        if only_prior:
+            score = cap_prior(score)
+            summary = f"from the runbook's symptom table for {_symptom_source(group)}: {best.message}"
         culprits = sorted(set().union(*(f.culprits for f in group)))
-        causes.append(Cause(
+        evidence = _cite(group, with_symptoms=only_prior)
+        cause = Cause(
             id=cause_id, refines=best.outcome.refines, score=score, confidence=confidence_of(score),
-            symptom=best.symptom, ranks=culprits, summary=best.message, evidence=_cite(group),
+            symptom=best.symptom, ranks=culprits, summary=summary, evidence=evidence,
             fix=best.rule.fix, rules=[f.rule.id for f in group],
-            path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group)))
-    causes.sort(key=lambda c: (-c.score, c.id))
-    return causes
+            path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
+        key = (only_prior, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group), cause_id)
+        ranked.append((key, cause))
+    ranked.sort(key=lambda kc: kc[0])
+    return [c for _, c in ranked]
+
+
+def _symptom_source(group: Sequence[Finding]) -> str:
+    """What implied the symptom: the --symptom the user gave, or the artifact that suggested it."""
+    for f in group:
+        for b in f.bindings.values():
+            for e in b.evidence:
+                if e.kind == "reported_symptom":
+                    return e.text or e.symptom
+    return group[0].symptom
 
 
 def _path(f: Finding) -> str:
@@ -139,14 +179,14 @@ def _path(f: Finding) -> str:
     return f"{' & '.join(steps) or 'evidence'} -> {f.rule.id} -> {f.cause}"
 
 
-def _cite(group: Sequence[Finding]) -> list[EvidenceRef]:
+def _cite(group: Sequence[Finding], with_symptoms: bool = False) -> list[EvidenceRef]:
     refs: list[EvidenceRef] = []
     seen = set()
     for f in group:
         for b in f.bindings.values():
             for e in b.evidence:
-                key = (e.provenance.source, e.provenance.line, e.rank)
-                if key in seen or e.kind == "reported_symptom":
+                key = (e.provenance.source, e.provenance.line, e.rank, e.text if e.kind == "reported_symptom" else "")
+                if key in seen or (e.kind == "reported_symptom" and not with_symptoms):
                     continue
                 seen.add(key)
                 refs.append(EvidenceRef(source=e.provenance.source, line=e.provenance.line, rank=e.rank,

@@ -10,6 +10,7 @@ EXPERIMENTAL_FACTOR = 0.9
 # --symptom is a prior: causes of other symptoms are damped, strong (high) evidence much less
 OFF_SYMPTOM_FACTOR = {"hint": 0.4, "low": 0.4, "medium": 0.55, "high": 0.9}
 MAX_SCORE = 0.99
+PRIOR_CAP = 0.3  # a cause only a symptom implies (runbook symptom table) stays at low confidence
 
 
 def finding_score(confidence: str, experimental: bool = False) -> float:
@@ -36,6 +37,11 @@ def apply_prior(score: float, best_confidence: str, symptoms: set[str], told: se
     if not told or symptoms & told:
         return score
     return round(score * OFF_SYMPTOM_FACTOR[best_confidence], 4)
+
+
+def cap_prior(score: float) -> float:
+    """Score of a cause that no evidence backs, only a symptom: never above low confidence."""
+    return round(min(score, PRIOR_CAP), 4)
 
 
 def confidence_of(score: float) -> str:

@@ -52,6 +52,13 @@ CAUSES: dict[str, tuple[str, str]] = {
     'framework_bug': ('any', 'a bug or regression in PyTorch, NCCL, DeepSpeed or another framework, fixed by another version'),
 }
 
+# finer cause ids a rule may name: id -> (the CAUSES id it refines, meaning)
+REFINEMENTS: dict[str, tuple[str, str]] = {
+    'user_code_error': ('rank_failure', "an exception raised in the user's own code (KeyError, ZeroDivisionError, "
+                        'ImportError, AssertionError, a missing data file, ...) ended a process'),
+    'native_crash': ('rank_failure', 'a process died in native code: segmentation fault, Fatal Python error, SIGSEGV'),
+}
+
 # plain words a user may pass to --symptom
 SYMPTOM_WORDS: dict[str, tuple[str, ...]] = {
     "hang": ("hang_at_startup", "hang_mid_run"),

@@ -13,13 +13,14 @@ from diagnose.output.report import Report, Skipped
 STEP_PARSE_MAX_BYTES = 4 << 20
 
 
-def collect_logs(paths: Sequence[Path]) -> tuple[list[Any], list[Skipped], list[str]]:
-    """Evidence from every file under ``paths`` (logs, evidence files, step-time lines)."""
-    from diagnose.probes.logs.probe import LogProbe
+def collect_logs(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> tuple[list[Any], list[Skipped], list[str]]:
+    """Evidence from every file under ``paths`` (logs, evidence files, step-time lines); the signatures
+    of ``rule_dirs/signatures`` (site rules) are scanned with the built-in ones."""
+    from diagnose.probes.logs.probe import LogProbe, log_signatures
 
     gc.disable()  # bulk validation of many records: the cyclic GC only rescans a growing heap
     try:
-        result = LogProbe().collect(paths)
+        result = LogProbe(log_signatures(tuple(str(d) for d in rule_dirs))).collect(paths)
     finally:
         gc.enable()
     evidence = list(result.evidence)
@@ -58,10 +59,39 @@ def run_logs(paths: Sequence[Path], symptom: str | None = None, rule_dirs: Seque
 
     if symptom and not resolve_symptom(symptom):
         raise ConfigError(f"unknown symptom {symptom!r}: use an id from CAUSES.md or hang/slow/oom/crash/diverged/resume")
-    evidence, skipped, notes = collect_logs(paths)
+    evidence, skipped, notes = collect_logs(paths, rule_dirs)
     report = diagnose_evidence(evidence, symptom=symptom, skipped=skipped, notes=notes, command="logs",
                                rule_dirs=rule_dirs)
     return report
+
+
+def evidence_records(evidence: Sequence[Any]) -> list[dict[str, Any]]:
+    """One flat record per piece of evidence (what `--evidence` prints), derived facts included."""
+    from diagnose.analyzers.crossrank import derive
+    from diagnose.evidence import dump_evidence
+
+    items = list(evidence)
+    derived = derive(items)
+    out = []
+    for idx, rec in enumerate(dump_evidence([*items, *derived])):
+        prov = rec.pop("provenance", {})
+        flat: dict[str, Any] = {"kind": rec.pop("kind"), "signature": rec.pop("signature", None),
+                                "source": prov.get("source"), "line": prov.get("line"), "rank": rec.pop("rank", None),
+                                "text": rec.pop("text", None)}
+        if idx >= len(items):
+            flat["derived"] = True
+        out.append({**flat, **rec})
+    return out
+
+
+def run_evidence(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> str:
+    """JSON Lines: every piece of evidence the log scan found under ``paths`` (one per signature and line)."""
+    import json
+
+    evidence, skipped, _notes = collect_logs(paths, rule_dirs)
+    lines = [json.dumps(rec, ensure_ascii=False) for rec in evidence_records(evidence)]
+    lines += [json.dumps({"kind": "skipped", "source": s.source, "text": s.reason}) for s in skipped]
+    return "\n".join(lines)
 
 
 def run_record(paths: Sequence[Path], redact: bool = True) -> str:

@@ -43,14 +43,19 @@ def _frames_match(frames: Any, wanted: Sequence[str]) -> bool:
 @predicate(binds=("exitcode", "signal"), kinds=("rank_exit",))
 def rank_exited(ctx: Context, signals: Sequence[str] = (), exitcodes: Sequence[int] = (),
                 without_error_file: bool = False, exclude_signals: Sequence[str] = (),
-                unless_reported: Sequence[str] = (), only_reported: Sequence[str] = ()) -> Binding | None:
+                unless_reported: Sequence[str] = (), only_reported: Sequence[str] = (),
+                unless_raised: bool = False, raised_ignore_types: Sequence[str] = ()) -> Binding | None:
     """Ranks ended with one of the signals or exit codes (any non-zero when neither is given).
 
     ``unless_reported`` drops ranks that logged one of those signatures themselves (e.g. a rank
     whose own watchdog timed out and then aborted is a victim, not a culprit); ``only_reported``
     keeps only ranks that logged one of those (e.g. a checkpoint save). A line of ``only_reported``
-    that names no rank counts for the one candidate rank when there is exactly one."""
+    that names no rank counts for the one candidate rank when there is exactly one. ``unless_raised``
+    drops ranks that raised a Python exception of their own first (a traceback on the dead rank is
+    its cause, the signal only how it ended); exceptions of ``raised_ignore_types`` do not count."""
     reporters = {e.rank for name in unless_reported for e in ctx.lines(name) if e.rank is not None}
+    if unless_raised:
+        reporters |= set(raised_by_rank(ctx, raised_ignore_types))
     found = [ex for ex in ctx.of("rank_exit") if ex.rank not in reporters
              and _exit_matches(ex, signals, exitcodes, exclude_signals, without_error_file)]
     cited: list[Any] = []
@@ -251,29 +256,103 @@ def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any
     return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
 
 
-@predicate(binds=("exc_type", "message"), kinds=("log_line",))
+@predicate(binds=("exc_type", "message", "where"), kinds=("log_line",))
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
-                         uncaught_only: bool = False, only_unexplained: bool = False) -> Binding | None:
+                         uncaught_only: bool = False, only_unexplained: bool = False,
+                         include_unranked: bool = False, unranked_only: bool = False, types: Sequence[str] = (),
+                         user_frames_only: Sequence[str] = ()) -> Binding | None:
     """Ranks that raised an exception of their own (not one that only reports a peer's failure).
 
     Reads traceback lines from logs and the exceptions the in-process hook recorded. With
     ``only_unexplained``, an exception line that another signature also matched (an OOM, a
-    collective mismatch, ...) is left to the rules of that signature."""
+    collective mismatch, ...) is left to the rules of that signature. ``include_unranked`` also
+    counts exceptions of a process whose rank is unknown (a single-process log, a pasted
+    traceback); ``unranked_only`` counts only those. ``types`` keeps only those exception types;
+    ``user_frames_only`` keeps only tracebacks whose innermost frame is in a file whose path holds
+    none of these markers (framework and library install paths): the user's own code."""
     ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
                if e.provenance.line is not None}
     hooked = [e for e in ctx.lines("hook_exception") if e.fields.get("uncaught") or not uncaught_only]
-    hits = [e for e in [*ctx.lines("python_exception"), *hooked]
-            if e.rank is not None and (e.provenance.source, e.provenance.line) not in ignored
+    lines = [*ctx.lines(_EXCEPTION_LINES), *hooked]
+    attributed = _attributed_rank(ctx) if include_unranked else None
+    hits = [e for e in lines
+            if _rank_wanted(e.rank, include_unranked or unranked_only, unranked_only)
+            and (e.provenance.source, e.provenance.line) not in ignored
             and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types
+            and (not types or _exc_type(e).rsplit(".", 1)[-1] in types)
+            and (not user_frames_only or _in_user_code(e, user_frames_only))
             and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS)]
     if not hits:
         return None
+    hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
     first = hits[0]
-    return Binding(ranks_of(hits), tuple(hits[:10]),
-                   {"exc_type": _exc_type(first) or "?", "message": str(first.fields.get("message", ""))[:160]})
+    where = first.fields.get("frame_path")
+    where = f"{where}:{first.fields.get('frame_line', '?')}" if where else (first.provenance.source or "?")
+    ranks = ranks_of(hits) | ({attributed} if attributed is not None and any(e.rank is None for e in hits) else set())
+    return Binding(frozenset(ranks), tuple(hits[:10]),
+                   {"exc_type": _exc_type(first) or "?", "message": str(first.fields.get("message", ""))[:160],
+                    "where": where})
 
 
-_EXCEPTIONS = {"python_exception", "hook_exception"}
+LAUNCHER_STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")  # how a launcher stops the ranks that did not fail
+
+
+def _attributed_rank(ctx: Context) -> int | None:
+    """The rank a traceback without a rank prefix belongs to: the one rank that ended on its own
+    (not stopped by the launcher), when exactly one did."""
+    failed = {ex.rank for ex in ctx.of("rank_exit") if ex.rank is not None
+              and (ex.exitcode or ex.signal)
+              and (ex.signal or SIGNAL_NAMES.get(-(ex.exitcode or 0))) not in LAUNCHER_STOP_SIGNALS}
+    return next(iter(failed)) if len(failed) == 1 else None
+
+
+def raised_by_rank(ctx: Context, ignore_types: Sequence[str] = ()) -> dict[int, Any]:
+    """Each rank's first exception of its own (not one another signature explains, not of
+    ``ignore_types``); a traceback without a rank counts for the one rank that failed by itself."""
+    own = [e for e in [*ctx.lines(_EXCEPTION_LINES), *ctx.lines("hook_exception")]
+           if _exc_type(e).rsplit(".", 1)[-1] not in ignore_types and not ctx.signatures_of(e) - _EXCEPTIONS]
+    own.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
+    out: dict[int, Any] = {}
+    for e in own:
+        if e.rank is not None:
+            out.setdefault(e.rank, e)
+    attributed = _attributed_rank(ctx) if any(e.rank is None for e in own) else None
+    if attributed is not None:
+        out.setdefault(attributed, next(e for e in own if e.rank is None))
+    return out
+
+
+@predicate(binds=("exc_type", "message", "signal", "where"), kinds=("rank_exit", "log_line"))
+def exited_after_raising(ctx: Context, signals: Sequence[str] = (), ignore_types: Sequence[str] = ()) -> Binding | None:
+    """Ranks that raised a Python exception of their own and then ended on one of ``signals`` (e.g.
+    SIGABRT when torch's threads are torn down after the exception); any signal when none is given."""
+    raised = raised_by_rank(ctx, ignore_types)
+    exits = [ex for ex in ctx.of("rank_exit") if ex.rank in raised
+             and (sig := ex.signal or SIGNAL_NAMES.get(-(ex.exitcode or 0))) and (not signals or sig in signals)]
+    if not exits:
+        return None
+    first = exits[0]
+    line = raised[first.rank]
+    where = line.fields.get("frame_path")
+    return Binding(ranks_of(exits), (*(raised[ex.rank] for ex in exits), *exits), {
+        "exc_type": _exc_type(line) or "?", "message": str(line.fields.get("message", ""))[:160],
+        "signal": first.signal or SIGNAL_NAMES.get(-(first.exitcode or 0)),
+        "where": f"{where}:{line.fields.get('frame_line', '?')}" if where else (line.provenance.source or "?")})
+
+
+def _rank_wanted(rank: int | None, unranked: bool, unranked_only: bool) -> bool:
+    if unranked_only:
+        return rank is None
+    return rank is not None or unranked
+
+
+def _in_user_code(line: Any, markers: Sequence[str]) -> bool:
+    path = str(line.fields.get("frame_path") or "")
+    return bool(path) and not any(m in path for m in markers)
+
+
+_EXCEPTION_LINES = "python_exception*"
+_EXCEPTIONS = {"python_exception", "python_exception_repr", "python_exception_type_last", "hook_exception"}
 
 
 def _exc_type(line: Any) -> str:

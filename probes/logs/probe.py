@@ -249,7 +249,9 @@ def scan_text(text: str, source: str = "<text>", rank: int | None = None) -> lis
     return out
 
 
-@lru_cache(maxsize=1)
-def log_signatures() -> SignatureSet:
-    """Signatures the log scan uses (step-time lines are parsed by the step-time probe instead)."""
-    return SignatureSet(s for s in load_signatures().signatures if s.component != "steptime")
+@lru_cache(maxsize=4)
+def log_signatures(rule_dirs: tuple[str, ...] = ()) -> SignatureSet:
+    """Signatures the log scan uses (step-time lines are parsed by the step-time probe instead), with
+    those of each site rule folder's ``signatures/``."""
+    extra = [Path(d) / "signatures" for d in rule_dirs if (Path(d) / "signatures").is_dir()]
+    return SignatureSet(s for s in load_signatures(extra).signatures if s.component != "steptime")

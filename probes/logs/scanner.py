@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from diagnose.probes.logs.scan_normalize import Normalized, needs_normalizing, normalize, wrapped_joins
 from diagnose.probes.logs.signatures import Signature, SignatureSet
 
 MAX_LINE = 4096          # bytes of a hit line kept as evidence text
@@ -109,7 +110,47 @@ class Scanner:
         return found
 
     def scan_buffer(self, buf: Any) -> BufferScan:
-        """Find every signature hit in ``buf`` (bytes or mmap), with line numbers and fields."""
+        """Find every signature hit in ``buf`` (bytes or mmap), with line numbers and fields.
+
+        Clean buffers are scanned as they are; one with ANSI codes or carriage returns is
+        normalized first (line numbers stay those of the original), and lines a terminal
+        may have wrapped are also scanned joined."""
+        norm = normalize(buf) if needs_normalizing(buf) else None
+        data = norm.data if norm is not None else buf
+        result = self._scan(data, norm)
+        self._scan_joins(data, norm, result)
+        return result
+
+    def _scan_joins(self, data: Any, norm: Normalized | None, result: BufferScan) -> None:
+        joins = wrapped_joins(data)
+        if not joins:
+            return
+        seen = {(h.signature, h.line_no) for h in result.hits}
+        joined = b"\n".join(text for _, _, _, text in joins)
+        starts, pos = {}, 0
+        for idx, (_, _, _, text) in enumerate(joins):
+            starts[pos] = idx
+            pos += len(text) + 1
+        sigs = self.signatures.signatures
+        for start, (ids, _end) in sorted(self.candidates(joined).items()):
+            if start not in starts:
+                continue
+            first, last, offset, raw = joins[starts[start]]
+            text = raw.decode("utf-8", "replace")[:MAX_LINE]
+            line_no = norm.original_line(first, offset) if norm is not None else first
+            for sig_idx in sorted(ids):
+                sig = sigs[sig_idx]
+                if any((sig.name, n) in seen for n in range(line_no, line_no + last - first + 1)):
+                    continue
+                fields = sig.match(text)
+                if fields is None:
+                    continue
+                if sig.traceback:
+                    fields = {**fields, **_traceback_fields(data, offset)}
+                result.hits.append(Hit(sig.name, line_no, text, fields))
+        result.hits.sort(key=lambda h: h.line_no)
+
+    def _scan(self, buf: Any, norm: Normalized | None) -> BufferScan:
         result = BufferScan()
         sigs = self.signatures.signatures
         counts: dict[str, int] = {}
@@ -131,7 +172,8 @@ class Scanner:
                     continue
                 if sig.traceback:
                     fields = {**fields, **_traceback_fields(buf, start)}
-                result.hits.append(Hit(sig.name, line_no, text, fields))
+                hit_line = norm.original_line(line_no, start) if norm is not None else line_no
+                result.hits.append(Hit(sig.name, hit_line, text, fields))
         return result
 
 
@@ -171,7 +213,8 @@ def _traceback_fields(buf: Any, start: int) -> dict[str, Any]:
         return {}
     names = [f[2] for f in frames[-30:]] + _CALL.findall(chunk[-3000:])
     files = [os.path.basename(f[0]) for f in frames[-30:]]
-    return {"frames": ",".join(names), "frame_files": ",".join(files)}
+    return {"frames": ",".join(names), "frame_files": ",".join(files), "frame_path": frames[-1][0],
+            "frame_line": int(frames[-1][1])}
 
 
 def _prefix(line: str) -> str:

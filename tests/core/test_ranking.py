@@ -1,0 +1,117 @@
+"""Ranking that respects evidence: symptom priors below evidence, ties by specificity, site signatures scanned."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from diagnose.engine import Finding, diagnose_evidence, rank_causes
+from diagnose.evidence import LogLine, Provenance
+from diagnose.predicates import Binding
+from diagnose.rulespec import Outcome, PredicateCall, Rule
+from diagnose.scoring import PRIOR_CAP
+
+
+def _line(sig: str, text: str, rank: int | None = 0, line: int = 1, **fields) -> LogLine:
+    return LogLine(signature=sig, rank=rank, text=text, fields=fields,
+                   provenance=Provenance(probe="logs", source="run.log", line=line))
+
+
+def test_told_symptom_prior_ranks_below_weak_off_symptom_evidence() -> None:
+    ev = [_line("nccl_error_torch", "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970", rank=0)]
+    report = diagnose_evidence(ev, symptom="hang")
+    ids = [c.id for c in report.causes]
+    assert ids[0] == "nccl_setup", ids
+    priors = [c for c in report.causes if c.rules and all(r.startswith("reported-") for r in c.rules)]
+    assert priors, ids
+    backed = [c for c in report.causes if c not in priors]
+    assert report.causes.index(priors[0]) > report.causes.index(backed[-1])
+    for c in priors:
+        assert c.score <= PRIOR_CAP and c.confidence == "low"
+        assert c.summary.startswith("from the runbook's symptom table for --symptom hang")
+        assert any(e.text == "--symptom hang" for e in c.evidence)
+
+
+def test_prior_never_inflates_a_cause_that_evidence_backs() -> None:
+    ev = [_line("segfault", "Fatal Python error: Segmentation fault", rank=1)]
+    plain = {c.id: c.score for c in diagnose_evidence(ev).causes}
+    told = {c.id: c.score for c in diagnose_evidence(ev, symptom="crash").causes}
+    assert told["native_crash"] == plain["native_crash"]
+
+
+def _rule(rid: str, calls: int) -> Rule:
+    match = [PredicateCall(predicate="has_signature", params={"names": ["x"]})] * calls
+    return Rule(id=rid, title=rid, symptoms=("crash",), requires=("log_line",), match=tuple(match),
+                outcomes=(Outcome(cause="placeholder", confidence="high", message="m"),),
+                explain={"why": "ten characters at least"}, fix="f", next_steps=("n",))
+
+
+def test_equal_scores_break_by_specificity_not_by_name() -> None:
+    line = _line("x", "the same line")
+    generic = _rule("aaa-generic", 1)
+    specific = _rule("zzz-specific", 3)
+    findings = [
+        Finding(generic, Outcome(cause="collective_mismatch", confidence="high", message="generic"),
+                {"hit": Binding(frozenset({0}), (line,))}, "generic"),
+        Finding(specific, Outcome(cause="version_mismatch", confidence="high", message="specific"),
+                {"hit": Binding(frozenset({0}), (line,))}, "specific"),
+    ]
+    causes = rank_causes(findings, set())
+    assert causes[0].score == causes[1].score
+    assert [c.id for c in causes] == ["version_mismatch", "collective_mismatch"]
+
+
+def test_site_signatures_are_scanned(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "signatures").mkdir(parents=True)
+    (site / "crash").mkdir()
+    (site / "signatures" / "site.yaml").write_text("""signatures:
+  - name: site_scratch_quota
+    component: site
+    description: the site's scratch filesystem refused a write over quota
+    detect: 'SCRATCHFS: quota exceeded for project'
+    examples:
+      - line: 'SCRATCHFS: quota exceeded for project alpha'
+    counter_examples:
+      - 'SCRATCHFS: quota ok'
+""")
+    (site / "crash" / "site-scratch-quota.yaml").write_text("""id: site-scratch-quota
+title: Site scratch quota exceeded
+symptoms: [crash]
+runbook: [H.scaling.occasional-hangs]
+requires: [log_line]
+match:
+- has_signature: {names: [site_scratch_quota]}
+  as: hit
+outcomes:
+- cause: filesystem
+  confidence: high
+  culprits: hit
+  message: 'rank {hit.ranks} hit the scratch quota'
+explain: {why: The scratch filesystem refuses writes over the project quota.}
+fix: Clean the project's scratch space.
+next_steps: [Check the quota.]
+""")
+    (site / "crash" / "site-scratch-quota.test.yaml").write_text("""rule: site-scratch-quota
+cases:
+  fires:
+    evidence:
+    - {kind: log_line, signature: site_scratch_quota, rank: 2, text: 'SCRATCHFS: quota exceeded for project alpha'}
+    expect: {fires: filesystem, ranks: [2]}
+  near-miss:
+    evidence:
+    - {kind: log_line, signature: nccl_version, rank: 2, text: 'NCCL version 2.18.3', fields: {version: 2.18.3}}
+    expect: quiet
+""")
+    log = tmp_path / "rank2.log"
+    log.write_text("step 10\n[rank2]: SCRATCHFS: quota exceeded for project alpha\n")
+    out = subprocess.run([sys.executable, "-m", "diagnose", "logs", str(log), "--json", "--rules", str(site)],
+                         capture_output=True, text=True, check=True).stdout
+    top = json.loads(out)["causes"][0]
+    assert (top["id"], top["ranks"], top["rules"][0]) == ("filesystem", [2], "site-scratch-quota")
+    assert top["evidence"][0]["line"] == 2
+    ev = subprocess.run([sys.executable, "-m", "diagnose", "logs", str(log), "--evidence", "--rules", str(site)],
+                        capture_output=True, text=True, check=True).stdout
+    assert any(json.loads(r).get("signature") == "site_scratch_quota" for r in ev.splitlines())
