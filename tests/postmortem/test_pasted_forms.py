@@ -51,7 +51,7 @@ def _names_the_type(name: str, line: str) -> bool:
     if parts is None:
         return False
     sig = BY_NAME[name]
-    exc_type, message = parts["type"], parts["msg"]
+    message = parts["msg"]
     if sig.detector.search(message):
         return False  # the message alone is recognised: every form must be
     # A family marker (its core is the type), or a message too generic to be recognised without its
