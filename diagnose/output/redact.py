@@ -113,6 +113,12 @@ class Redactor:
                 names = [self.placeholder("host", h) for h in hosts]
                 self._add_literal(part, P.compress_nodes(names))
 
+    def learn_path(self, path: str) -> None:
+        """Learn from a path the user named: its user folder and the identifiers in its parts."""
+        self.learn_text(path)
+        for part in path.replace("\\", "/").split("/"):
+            self.learn_text(part.replace("_", " ").replace("-", " "))
+
     def learn_text(self, text: str) -> None:
         """Learn the identifiers that `text` names by their context."""
         for gate, pattern in P.LEARN:

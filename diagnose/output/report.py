@@ -66,6 +66,15 @@ class RankState(BaseModel):
     culprit: bool = False
 
 
+class StackRef(BaseModel):
+    """A culprit rank's main-thread stack, innermost frame first ('func (file:line)', as py-spy prints)."""
+
+    rank: int
+    pid: int | None = None
+    thread: str | None = None
+    frames: list[str] = Field(default_factory=list)
+
+
 class Report(BaseModel):
     """The whole diagnosis."""
 
@@ -81,6 +90,7 @@ class Report(BaseModel):
     notes: list[str] = Field(default_factory=list)
     rank_states: list[RankState] = Field(default_factory=list)
     timeline: list[EvidenceRef] = Field(default_factory=list, description="first failures, in time order")
+    stacks: list[StackRef] = Field(default_factory=list, description="culprit ranks' stacks (live probes)")
     checkpoint: dict[str, Any] | None = None
     scaling: dict[str, Any] | None = None
     rank: int | None = Field(None, description="per-rank reports of the library hook")
@@ -90,8 +100,8 @@ class Report(BaseModel):
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON object of the contract (aliases applied, nothing dropped that the contract names)."""
         data = self.model_dump(mode="json", by_alias=True)
-        for key in ("checkpoint", "scaling", "rank", "attempt", "evidence", "command"):
-            if data.get(key) is None:
+        for key in ("checkpoint", "scaling", "rank", "attempt", "evidence", "command", "stacks"):
+            if data.get(key) in (None, []) and not (key == "evidence" and data.get(key) == []):
                 data.pop(key, None)
         return data
 

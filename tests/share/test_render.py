@@ -65,7 +65,8 @@ def test_html_renders_in_headless_chromium(chromium: str, tmp_path: Path, record
     assert _console_errors(dom.stderr) == []
     body = re.search(r"<body[^>]*>", dom.stdout).group(0)
     attrs = dict(re.findall(r'(data-[\w-]+)="([^"]*)"', body))
-    assert "<title>diagnose report: grid ready</title>" in dom.stdout
+    assert "<title>rank 1234: rank_failure (SIGKILL) [high, 0.93]: rank 1234 was killed" in dom.stdout
+    assert attrs["data-grid-ready"] == "yes"
     assert attrs["data-grid-drawn"] == str(WORLD)
     render_ms = float(attrs["data-render-ms"])
     assert render_ms < 2000
