@@ -106,7 +106,8 @@ def rule_files(dirs: Iterable[Path]) -> list[Path]:
     out = []
     for d in dirs:
         for path in sorted(Path(d).rglob("*.yaml")):
-            if path.name.endswith(".test.yaml") or "signatures" in path.parts or path.parent == Path(d):
+            if (path.name.endswith(".test.yaml") or "signatures" in path.parts or "redaction" in path.parts
+                    or path.parent == Path(d)):
                 continue
             out.append(path)
     return out
