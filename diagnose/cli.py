@@ -133,6 +133,7 @@ class UsageError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
@@ -266,9 +267,14 @@ def _run_command(args: argparse.Namespace, inputs: Any) -> Any:
         return run_report(args.directory)
     if cmd == "record":
         _check_paths(args.paths)
-        from diagnose.commands.logs import run_record  # the engine: for this command
+        from diagnose.commands.record import run_record  # the engine: for this command
+        from diagnose.output.redact import Redactor  # placeholders shared with what the inputs teach
 
-        return run_record(args.paths, redact=not args.no_redact)
+        redactor = None
+        if not args.no_redact:
+            redactor = Redactor()
+            inputs.teach(redactor)
+        return run_record(args.paths, redactor=redactor)
     raise AssertionError(cmd)
 
 
@@ -288,22 +294,24 @@ def _emit(report: Any, args: argparse.Namespace, inputs: Any) -> int:
 
     code = _exit_code(report, args)
     markdown = getattr(args, "markdown", False)
+    names = inputs.names
     if args.redact or (markdown and not args.no_redact):
         redactor = Redactor()
         inputs.teach(redactor)
         report = redact_report_model(report, redactor)
+        names = [redactor.redact(n) for n in names]
     html_error = None
     if args.html:
         from diagnose.output.html import write_html  # only with --html
 
         try:
-            write_html(report, args.html, inputs=inputs.names, version=_version())
+            write_html(report, args.html, inputs=names, version=_version())
         except OSError as exc:
             html_error = f"cannot write --html {args.html}: {exc.strerror or exc}"
     if markdown:
         from diagnose.output.markdown import render_markdown  # only with --markdown
 
-        sys.stdout.write(render_markdown(report, version=_version(), inputs=inputs.names))
+        sys.stdout.write(render_markdown(report, version=_version(), inputs=names))
     elif args.json:
         sys.stdout.write(json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False) + "\n")
     else:

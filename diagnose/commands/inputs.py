@@ -79,7 +79,7 @@ class Inputs:
 
     def teach(self, redactor: Any) -> None:
         """Learn identifiers from the command line, the environment, the paths and the inputs' text."""
-        redactor.learn_text(" ".join(sys.argv[1:]))
+        redactor.learn_text(" ".join(getattr(self.args, "argv", None) or sys.argv[1:]))
         env = {k: os.environ[k] for k in _ENV if os.environ.get(k)}
         redactor.learn_text("\n".join(f"{k}={v}" for k, v in env.items()))
         for key in ("USER", "LOGNAME", "SLURM_JOB_USER"):
