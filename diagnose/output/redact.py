@@ -217,14 +217,14 @@ class Redactor:
         if i > 0 and text[i - 1].isalnum() and not run.startswith("::"):
             starts = [run.find(":") + 1, 0]  # `eth0:fe80::..`: the address starts after the glued word
         for start in starts:
-            cand = run[start:].rstrip(".:")
-            groups = [g for g in cand.replace(".", ":").split(":") if g]
-            if len(groups) < 3 or "<ip-" in cand:
-                continue
-            ip = self._ip(cand)
-            if ip is not None:
-                tail = run[start + len(cand):]
-                return run[:start] + ip + tail
+            whole = run[start:]
+            for cand in dict.fromkeys((whole, whole.rstrip("."), whole.rstrip(".:"))):
+                groups = [g for g in cand.replace(".", ":").split(":") if g]
+                if len(groups) < 3:
+                    continue
+                ip = self._ip(cand)
+                if ip is not None:
+                    return run[:start] + ip + whole[len(cand):]
         return run
 
     def _branch_regex(self, names: frozenset[str]) -> re.Pattern[str]:
