@@ -82,6 +82,8 @@ _JS = """
   cv.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
   function mark() {
     document.body.setAttribute('data-grid-drawn', String(n));
+    document.body.setAttribute('data-grid-labels', labels ? 'cells' : 'rows');
+    document.body.setAttribute('data-grid-top', cv.getBoundingClientRect().top.toFixed(0));
     document.body.setAttribute('data-grid-ms', (performance.now() - t0).toFixed(1));
     document.body.setAttribute('data-render-ms', performance.now().toFixed(1));
     document.body.setAttribute('data-grid-ready', 'yes');

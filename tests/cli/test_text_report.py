@@ -134,3 +134,40 @@ def test_live_hang_stack_in_py_spy_layout_and_no_first_failure():
     assert report.causes and report.causes[0].ranks == [0], text
     assert 'Thread (rank 0, pid 4242): "MainThread"\n    write (torch/serialization.py:650)\n    save (train.py:40)' in text
     assert "first failure" not in text and "barrier barrier" not in text
+
+
+class _Terminal:
+    """A text stream that says it is a terminal (what rich's live display needs to draw)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_only_after_a_second_and_only_on_a_terminal():
+    import io
+    import time
+
+    from diagnose.output.progress import progress
+
+    term = _Terminal()
+    with progress("logs", stream=term):
+        time.sleep(0.2)
+    assert "".join(term.parts) == ""  # fast runs draw nothing
+    term = _Terminal()
+    with progress("logs", stream=term, delay=0.3):
+        time.sleep(1.2)
+    assert "diagnose logs: reading and diagnosing" in "".join(term.parts)
+    pipe = io.StringIO()
+    with progress("logs", stream=pipe, delay=0.0):
+        time.sleep(0.3)
+    assert pipe.getvalue() == ""
