@@ -63,11 +63,3 @@ def run_logs(paths: Sequence[Path], symptom: str | None = None, rule_dirs: Seque
                                rule_dirs=rule_dirs)
     return report
 
-
-def run_record(paths: Sequence[Path], redact: bool = True) -> str:
-    """The public run record (Markdown) for the run whose files are under ``paths``."""
-    from diagnose.commands.record import facts_from_evidence, render_record
-
-    evidence, skipped, notes = collect_logs(paths)
-    report = diagnose_evidence(evidence, skipped=skipped, notes=notes, command="record")
-    return render_record(report, facts_from_evidence(evidence), redact=redact)
