@@ -280,6 +280,8 @@ def _run_command(args: argparse.Namespace, inputs: Any) -> Any:
 
 def _exit_code(report: Any, args: argparse.Namespace) -> int:
     if report.command == "preflight":
+        if getattr(args, "local", False):  # one node of the srun fan-out: the parent decides
+            return EXIT_OK
         failed = any(isinstance(e, dict) and e.get("kind") == "host_check" and e.get("status") == "fail"
                      for e in report.evidence or [])
         return EXIT_FOUND if failed else EXIT_OK
