@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from diagnose.context import Context
-from diagnose.output.report import EvidenceRef, RankState, RankSummary, Report
+from diagnose.output.report import EvidenceRef, RankState, RankSummary, Report, StackRef
 
 MAX_TIMELINE = 12
 
@@ -21,10 +21,15 @@ def fill(report: Report, ctx: Context) -> None:
     culprits = {r for c in report.causes[:1] for r in c.ranks}
     states: dict[int, str] = {}
     latest: dict[int, int] = {}
+    stacks: dict[int, StackRef] = {}
     for st in ctx.of("stack_sample"):  # the latest sample of each rank (later samples may carry native frames)
         if st.rank is not None and st.sample >= latest.get(st.rank, -1):
             latest[st.rank] = st.sample
             states[st.rank] = st.op or st.activity
+            if st.rank in culprits and st.frames:
+                stacks[st.rank] = StackRef(rank=st.rank, pid=st.provenance.pid, thread=st.thread,
+                                           frames=list(st.frames))
+    report.stacks = [stacks[r] for r in sorted(stacks)]
     for c in ctx.of("collective_state"):
         if c.rank is not None:
             states[c.rank] = f"{c.op or 'collective'} #{c.seq} {c.state}"

@@ -93,11 +93,3 @@ def run_evidence(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> str:
     lines += [json.dumps({"kind": "skipped", "source": s.source, "text": s.reason}) for s in skipped]
     return "\n".join(lines)
 
-
-def run_record(paths: Sequence[Path], redact: bool = True) -> str:
-    """The public run record (Markdown) for the run whose files are under ``paths``."""
-    from diagnose.commands.record import facts_from_evidence, render_record
-
-    evidence, skipped, notes = collect_logs(paths)
-    report = diagnose_evidence(evidence, skipped=skipped, notes=notes, command="record")
-    return render_record(report, facts_from_evidence(evidence), redact=redact)

@@ -8,7 +8,8 @@ the evidence does not give is written as unknown, never guessed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from diagnose.output.grid import rank_ranges
@@ -140,7 +141,17 @@ def _diagnosis(report: Report, limit: int = 3) -> list[str]:
     return lines
 
 
-def render_record(report: Report, facts: dict[str, Any], redact: bool = True) -> str:
+def run_record(paths: Sequence[Path], redactor: Any = None) -> str:
+    """The record of the run whose files are under ``paths``; redacted with ``redactor`` unless it is None."""
+    from diagnose.commands.logs import collect_logs
+    from diagnose.engine import diagnose_evidence
+
+    evidence, skipped, notes = collect_logs(paths)
+    report = diagnose_evidence(evidence, skipped=skipped, notes=notes, command="record")
+    return render_record(report, facts_from_evidence(evidence), redact=redactor is not None, redactor=redactor)
+
+
+def render_record(report: Report, facts: dict[str, Any], redact: bool = True, redactor: Any = None) -> str:
     """The public run record as Markdown (identifiers replaced unless `redact` is False)."""
     lines = ["# Run record", "", "| field | value | why |", "| --- | --- | --- |"]
     lines += [f"| {f} | {v.replace('|', '/')} | {w} |" for f, v, w in _rows(report, facts)]
@@ -155,6 +166,6 @@ def render_record(report: Report, facts: dict[str, Any], redact: bool = True) ->
         return text
     from diagnose.output.redact import Redactor, redact_report, redact_text
 
-    redactor = Redactor()
+    redactor = redactor or Redactor()
     redact_report(report.to_json_dict(), redactor)
     return redact_text(text, redactor)

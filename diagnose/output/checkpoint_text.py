@@ -1,4 +1,4 @@
-"""The checkpoint parts of the text report: the danger line first, then what each file holds and how two differ."""
+"""The checkpoint part of the text report: what each file holds and lacks, and how two differ."""
 
 from __future__ import annotations
 
@@ -9,20 +9,6 @@ def _sections(checkpoint: dict[str, Any] | None) -> list[dict[str, Any]]:
     if not checkpoint:
         return []
     return [checkpoint, *([checkpoint["other"]] if checkpoint.get("other") else [])]
-
-
-def danger_lines(checkpoint: dict[str, Any] | None) -> list[str]:
-    """One line per file whose pickle names globals torch.load(weights_only=False) would import or run."""
-    out = []
-    for sec in _sections(checkpoint):
-        dangerous, suspicious = sec.get("dangerous_globals") or [], sec.get("suspicious_globals") or []
-        if dangerous:
-            out.append(f"DANGER {sec.get('path')}: loading it with torch.load(weights_only=False) would run "
-                       f"{', '.join(dangerous)}; do not load it (inspected without executing anything)")
-        elif suspicious:
-            out.append(f"WARNING {sec.get('path')}: its pickle names globals outside the allow-list "
-                       f"({', '.join(suspicious[:8])}); torch.load(weights_only=False) would import them")
-    return out
 
 
 def inventory_lines(checkpoint: dict[str, Any] | None) -> list[str]:

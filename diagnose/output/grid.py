@@ -33,7 +33,7 @@ class StateGroup:
     color: str
     html_color: str
     ranks: tuple[int, ...]
-    kind: str  # "missing", "dead" or "alive"
+    kind: str  # see state_kind
 
 
 def rank_cells(report: Report) -> list[RankState]:
@@ -48,11 +48,22 @@ def rank_cells(report: Report) -> list[RankState]:
 
 
 def state_kind(state: str) -> str:
-    """'missing', 'dead' or 'alive', from the state text."""
+    """'missing', 'killed', 'aborted', 'timed_out', 'dead' or 'alive', from the state text."""
     low = state.lower()
     if low.startswith(("missing", "no evidence", "absent")):
         return "missing"
+    if "sigkill" in low or "exited -9" in low:
+        return "killed"
+    if "sigabrt" in low or "exited -6" in low:
+        return "aborted"
+    if "timed_out" in low or "timed out" in low or "timeout" in low:
+        return "timed_out"
     return "dead" if any(w in low for w in DEAD_WORDS) else "alive"
+
+
+# (terminal colour, HTML colour) of the states that must never look alike
+KIND_COLORS = {"missing": ("grey50", "#c8c8c8"), "killed": ("red", "#d62728"), "aborted": ("dark_orange", "#ff7f0e"),
+               "timed_out": ("magenta", "#9467bd"), "dead": ("bright_red", "#8c1c13")}
 
 
 def group_states(cells: list[RankState]) -> list[StateGroup]:
@@ -76,10 +87,8 @@ def group_states(cells: list[RankState]) -> list[StateGroup]:
 
 def _colors(i: int, state: str) -> tuple[str, str]:
     kind = state_kind(state)
-    if kind == "missing":
-        return "grey30", "#d0d0d0"
-    if kind == "dead":
-        return "red", "#d62728"
+    if kind in KIND_COLORS:
+        return KIND_COLORS[kind]
     return PALETTE[i % len(PALETTE)], HTML_PALETTE[i % len(HTML_PALETTE)]
 
 
@@ -129,9 +138,11 @@ def _grid_rows(cells: list[RankState], groups: dict[int, StateGroup], width: int
     return rows
 
 
-def render_rank_grid(report: Report, width: int = 64) -> RenderableType:
-    """A rich renderable: the rank-by-state grid with its legend."""
+def render_rank_grid(report: Report, width: int = 64, live: bool = False) -> RenderableType:
+    """A rich renderable: the rank-by-state grid with its legend (``live``: no 'first failure' marks)."""
     cells = rank_cells(report)
+    if live:
+        cells = [c.model_copy(update={"first_failure": False}) for c in cells]
     if not cells:
         return Text("no per-rank states in this report", style="dim")
     groups = group_states(cells)
@@ -143,7 +154,7 @@ def render_rank_grid(report: Report, width: int = 64) -> RenderableType:
         legend.add_row(Text(g.symbol, style=g.color), g.state, str(len(g.ranks)), rank_ranges(g.ranks))
     culprits = [c.rank for c in cells if c.culprit]
     first = [c.rank for c in cells if c.first_failure]
-    marks = Text("X culprit  ! first failure  · missing", style="dim")
+    marks = Text("X culprit  · missing" if live else "X culprit  ! first failure  · missing", style="dim")
     if culprits:
         marks.append(f"   culprit: {rank_ranges(culprits)}", style="bold red")
     if first:

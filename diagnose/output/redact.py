@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import string
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,8 +47,10 @@ class Redactor:
             n = len(table) + 1
             if kind == "host":
                 table[key] = f"node-{n}"
-            elif kind in ("ip", "port", "pid"):
+            elif kind in ("ip", "port", "pid", "mac"):
                 table[key] = f"<{kind}-{n}>"
+            elif kind == "secret":
+                table[key] = "<secret>"
             else:
                 table[key] = f"<{kind}>" if n == 1 else f"<{kind}-{n}>"
         return table[key]
@@ -105,13 +108,19 @@ class Redactor:
             self._regex = self._inner = None
 
     def _learn_nodelist(self, value: str) -> None:
-        for part in re.findall(r"[A-Za-z][\w-]*(?:\[[\d,\-]+\][\w-]*)?", value):
+        for part in P.NODELIST_ITEM.findall(value):
             hosts = P.expand_nodelist(part)
             for host in hosts:
                 self.learn("host", host)
             if len(hosts) > 1 or "[" in part:
                 names = [self.placeholder("host", h) for h in hosts]
                 self._add_literal(part, P.compress_nodes(names))
+
+    def learn_path(self, path: str) -> None:
+        """Learn from a path the user named: its user folder and the identifiers in its parts."""
+        self.learn_text(path)
+        for part in path.replace("\\", "/").split("/"):
+            self.learn_text(part.replace("_", " ").replace("-", " "))
 
     def learn_text(self, text: str) -> None:
         """Learn the identifiers that `text` names by their context."""
@@ -165,7 +174,7 @@ class Redactor:
             branches = {name: f"(?P<{name}_>{lit if pat is None else pat})" for name, pat in P.STRUCTURE}
             self._regex = re.compile("|".join(branches.values()))
             self._branches, self._by_names = branches, {}
-            self._inner = re.compile("|".join(branches[n] for n in ("v4", "job", "uuid", "lit")))
+            self._inner = re.compile("|".join(branches[n] for n in ("v4", "job", "uuid", "lit", "k8s_pod", "short_host")))
             self._gate = tuple(lits) if lits else None
         return self._regex
 
@@ -180,7 +189,43 @@ class Redactor:
             regex = self._branch_regex(frozenset(names))
             out += [text[pos:start], regex.sub(self._replace, text[start:end])]
             pos = end
-        return "".join(out) + text[pos:]
+        return self._glued_v6("".join(out) + text[pos:])
+
+    def _glued_v6(self, text: str) -> str:
+        """IPv6 addresses glued to other text (``eth0:fe80::1%eth0<0>``, ``remoteGids::ffff:10.1.2.3``)."""
+        if "::" not in text and text.count(":") < 4:
+            return text
+        allowed = set(string.hexdigits + ":.")
+        out, i, n = [], 0, len(text)
+        while i < n:
+            if text[i] not in allowed:
+                out.append(text[i])
+                i += 1
+                continue
+            j = i
+            while j < n and text[j] in allowed:
+                j += 1
+            out.append(self._v6_run(text, i, j))
+            i = j
+        return "".join(out)
+
+    def _v6_run(self, text: str, i: int, j: int) -> str:
+        run = text[i:j]
+        if run.count(":") < 2:
+            return run
+        starts = [0]
+        if i > 0 and text[i - 1].isalnum() and not run.startswith("::"):
+            starts = [run.find(":") + 1, 0]  # `eth0:fe80::..`: the address starts after the glued word
+        for start in starts:
+            whole = run[start:]
+            for cand in dict.fromkeys((whole, whole.rstrip("."), whole.rstrip(".:"))):
+                groups = [g for g in cand.replace(".", ":").split(":") if g]
+                if len(groups) < 3:
+                    continue
+                ip = self._ip(cand)
+                if ip is not None:
+                    return run[:start] + ip + whole[len(cand):]
+        return run
 
     def _branch_regex(self, names: frozenset[str]) -> re.Pattern[str]:
         """The alternation of just these branches, in STRUCTURE order (cached)."""
@@ -201,6 +246,8 @@ class Redactor:
         for env_dir in P.ENV_DIRS:
             if env_dir in parts[2:]:
                 return "/path/to/env/" + self._lits("/".join(parts[parts.index(env_dir):]))
+        if parts[1] == "tmp" and len(parts) > 3:  # launcher temp folders carry run ids
+            return "/tmp/<tmp>/" + self._lits(parts[-1])
         if parts[1] in P.PUBLIC_ROOTS:
             return self._lits(path)
         return "/path/to/project/" + self._lits(parts[-1]) if len(parts) > 2 else "/path/to/project"
@@ -230,9 +277,15 @@ class Redactor:
 
     def _r_v6(self, m: re.Match[str]) -> str:
         text = m.group(0)
-        if not re.search(r"[0-9A-Fa-f]", text):
-            return text
-        return self._ip(text) or text
+        port = m.group("v6p")
+        if port:
+            text = text[: -len(port) - 2]
+        if not any(c in string.hexdigits for c in text):
+            return m.group(0)
+        ip = self._ip(text)
+        if ip is None:
+            return m.group(0)
+        return ip + (self.placeholder("port", port) if port else "")
 
     def _r_nccl(self, m: re.Match[str]) -> str:
         return f":{self.placeholder('pid', m.group('np'))}:{self.placeholder('pid', m.group('nt'))}"
@@ -254,6 +307,41 @@ class Redactor:
 
     def _r_job(self, m: re.Match[str]) -> str:
         return m.group("jbk") + self.placeholder("job", m.group("jbv"))
+
+    def _r_url_secret(self, m: re.Match[str]) -> str:
+        return f"{m.group('us')}{self.placeholder('user', m.group('uu'))}:<secret>@"
+
+    def _r_env_secret(self, m: re.Match[str]) -> str:
+        return m.group("sk") + "<secret>"
+
+    def _r_token_shape(self, m: re.Match[str]) -> str:
+        return "<secret>"
+
+    def _r_mac(self, m: re.Match[str]) -> str:
+        return self.placeholder("mac", m.group("mac").lower().replace("-", ":"))
+
+    def _r_rank_pid(self, m: re.Match[str]) -> str:
+        pairs = [p.strip().split(":") for p in m.group("rpv").split(",")]
+        return m.group("rpk") + ", ".join(f"{r}:{self.placeholder('pid', pid)}" for r, pid in pairs)
+
+    def _r_fqdn_file(self, m: re.Match[str]) -> str:
+        return self.placeholder("host", m.group("ff"))
+
+    def _r_host_port(self, m: re.Match[str]) -> str:
+        host = m.group("hph")
+        if host.rsplit(".", 1)[-1].lower() in P.FILE_EXTS and "." in host:
+            return m.group(0)
+        return f"{m.group('hps') or ''}{self.placeholder('host', host)}:{self.placeholder('port', m.group('hpp'))}"
+
+    def _r_rel_path(self, m: re.Match[str]) -> str:
+        last = m.group("rp").rsplit("/", 1)[-1]
+        return "path/to/project/" + self._lits(last)
+
+    def _r_k8s_pod(self, m: re.Match[str]) -> str:
+        return self.placeholder("host", m.group("pod"))
+
+    def _r_short_host(self, m: re.Match[str]) -> str:
+        return self.placeholder("host", m.group("sh"))
 
     def _r_uuid(self, m: re.Match[str]) -> str:
         return "GPU-<uuid>"

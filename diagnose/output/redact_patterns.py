@@ -1,175 +1,178 @@
-"""What identifiers look like: the regexes and word lists behind `diagnose.output.redact`.
+"""What identifiers look like, loaded from ``rules/redaction/*.yaml`` and checked as they load.
 
-Mechanism, not diagnosis knowledge: how a host, an IP, a port, a user, a Slurm
-partition, a job id or a pid shows up in launcher, NCCL, Slurm and Python output.
+Mechanism, not diagnosis knowledge: the tables say how a host, an IP, a port, a user, a Slurm
+partition, a job id, a pid, a MAC address or a secret shows up in launcher, NCCL, Slurm and
+Python output; this module compiles them, runs their examples and near misses (a table whose
+example does not match is an error naming the entry), and offers the line-gating helpers.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Union
+from typing import Any, Union
 
-# Kinds of identifier, each with its own placeholder family.
-KINDS = ("host", "ip", "port", "pid", "user", "job", "partition", "account")
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# Roots of absolute paths that are shared system locations, kept as they are
-# (learned identifiers inside them are still replaced).
-PUBLIC_ROOTS = frozenset({
-    "usr", "lib", "lib32", "lib64", "bin", "sbin", "etc", "proc", "sys", "dev", "tmp",
-    "var", "opt", "run", "path", "nix", "snap", "System", "Library", "Applications",
-})
-ENV_DIRS = ("site-packages", "dist-packages")
-
-# File extensions: `node23.log` is a file named after a host, not a domain.
-FILE_EXTS = frozenset({
-    "log", "txt", "out", "err", "json", "yaml", "yml", "py", "pyc", "sh", "pt", "pth", "ckpt",
-    "bin", "safetensors", "csv", "md", "html", "gz", "zst", "tar", "npz", "npy", "pkl", "cc",
-    "cpp", "h", "so", "trace", "dump", "core", "stderr", "stdout", "lock", "toml", "cfg", "ini",
-})
-
-# Domain suffixes that make `a.b.<tld>` a host name. Ambiguous ones (also common
-# attribute names in Python: `.net`, `.local`, `.io`, `.int`) need three labels.
-_TLDS_STRICT = (
-    "com|org|edu|gov|mil|de|uk|fr|ch|nl|se|no|fi|dk|jp|cn|kr|tw|au|ca|us|eu|it|es|pl|cz|at|be"
-    "|ru|br|il|sg|hk|nz|ie|pt|gr|hu|ro|internal|lan|corp|intra|localdomain|priv|cloud|hpc"
-)
-_TLDS_AMBIGUOUS = "net|io|ai|local|cluster|home|int|site|dev|tech|science|ac"
-PUBLIC_DOMAINS = (
-    "pytorch.org", "github.com", "githubusercontent.com", "nvidia.com", "python.org",
-    "huggingface.co", "pypi.org", "readthedocs.io", "stackoverflow.com", "slurm.schedmd.com",
-)
-# Values never learned as identifiers (too generic to identify anyone, and
-# replacing them everywhere would wreck the text).
-GENERIC = frozenset({
-    "localhost", "none", "None", "null", "default", "root", "user", "users", "admin", "ubuntu",
-    "runner", "nobody", "home", "gpu", "gpus", "cpu", "batch", "debug", "main", "normal", "long",
-    "short", "compute", "standard", "shared", "test", "interactive", "express", "small",
-    "large", "medium", "devel", "dev", "general", "all", "work", "local", "node", "host",
-    "N/A", "unknown", "true", "false", "auto", "static", "c10d", "etcd", "tcp", "env",
-})
-
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTVAL = r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|[A-Za-z]"
-_NODELIST = r"[A-Za-z][\w-]*(?:\[[\d,\-]+\][\w-]*)?(?:,[A-Za-z][\w-]*(?:\[[\d,\-]+\][\w-]*)?)*"
+from diagnose.errors import RuleError, RuleLocation
+from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
 Gate = Union[tuple[str, ...], re.Pattern[str]]  # noqa: UP007 (a runtime alias, py3.10)
 
 
-def _gate(spec: tuple[str, ...] | str) -> Gate:
+class _GateSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    regex: str
+
+
+class LearnExample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    learns: dict[str, str]
+
+
+class LearnEntry(BaseModel):
+    """A pattern that finds identifiers named by their context."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    gate: list[str] | _GateSpec
+    pattern: str
+    examples: list[LearnExample] = Field(min_length=1)
+    near_misses: list[str] = Field(min_length=1)
+
+
+class StructExample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    hides: list[str] = Field(min_length=1)
+
+
+class StructEntry(BaseModel):
+    """One branch of the replacing alternation, with the gates that select its lines."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    pattern: str | None
+    gates: list[list[str] | _GateSpec] = Field(default_factory=list)
+    examples: list[StructExample] = Field(default_factory=list)
+    near_misses: list[str] = Field(default_factory=list)
+
+    @field_validator("examples")
+    @classmethod
+    def _needs_examples(cls, v: list[StructExample], info: Any) -> list[StructExample]:
+        if info.data.get("pattern") is not None and not v:
+            raise ValueError("a branch with a pattern needs at least one example")
+        return v
+
+
+class Words(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kinds: list[str]
+    public_roots: list[str]
+    env_dirs: list[str]
+    file_exts: list[str]
+    public_domains: list[str]
+    generic: list[str]
+    header_words: list[str]
+    code_words: list[str]
+    table_gate: list[str]
+    table_columns: dict[str, str]
+    structure_kind: dict[str, dict[str, str]]
+    fragments: dict[str, str]
+
+
+def _table(name: str) -> tuple[Any, str]:
+    path = builtin_rules_dir() / "redaction" / name
+    data, _ = load_yaml_with_lines(path)
+    return data, str(path)
+
+
+def _expand(pattern: str, fragments: dict[str, str]) -> str:
+    for key, value in fragments.items():
+        pattern = pattern.replace("{{" + key + "}}", value)
+    return pattern
+
+
+def _compile(pattern: str, where: str, name: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise RuleError(f"redaction entry {name!r}: invalid regex: {exc}", RuleLocation(where)) from None
+
+
+def _gate(spec: list[str] | _GateSpec, fragments: dict[str, str], where: str, name: str) -> Gate:
     """Literal gates are searched with `str.find`, the rest compiled."""
-    return spec if isinstance(spec, tuple) else re.compile(spec)
+    if isinstance(spec, list):
+        return tuple(spec)
+    return _compile(_expand(spec.regex, fragments), where, name)
 
 
-# Phase 1: where an identifier is named by its context. Each entry is (gate, pattern):
-# the gate is a cheap literal-led regex (Python's `re` is fast only on literal
-# prefixes), the pattern runs only on the lines the gate selects; its named
-# groups say what it found (host, user, job, pid, port, partition, account, nodelist).
-_LEARN = (
-    (("host", "Host", "HOST"), rf"(?i:\bhost(?:name)?)\s*[:=]\s*(?P<host>{_HOSTVAL})"),
-    (("MASTER_ADDR", "NODENAME", "HOST", "BatchHost", "NodeName", "AllocNode", "master_addr",
-      "master-addr", "rdzv"),
-     rf"(?:\bMASTER_ADDR|\bSLURMD_NODENAME|\bHOSTNAME|\bSLURM_SUBMIT_HOST|\bBatchHost|\bNodeName"
-     rf"|\bAllocNode|--master[_-]addr(?:ess)?|--rdzv[_-]endpoint|\brdzv_endpoint)"
-     rf"\s*[=: ]\s*['\"]?(?P<host>{_HOSTVAL})"),
-    (r":\d+:\d+ \[", rf"(?<![\w.:-])(?P<host>{_HOSTVAL}):(?P<pid>\d+):(?P<tid>\d+) \[\d+\]"),
-    (r"\]:\d", r"\[(?P<host>[A-Za-z][\w.-]*)\]:(?P<port>\d{1,5})\b"),
-    (("JOB ", "STEP "), rf"\b(?:JOB|STEP) (?P<job>\d+)(?:\.\d+)? ON (?P<host>{_HOSTVAL})"),
-    (("srun: error:",), rf"\bsrun: error: (?P<host>{_HOSTVAL}): task"),
-    (("@",), r"(?<![\w.@+-])(?P<user>[a-z_][\w.-]{0,31})@(?P<host>[A-Za-z][\w-]*)(?![\w.@-])"),
-    (r"ip-\d", r"\b(?P<host>ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3})\b"),
-    (("NODELIST", "NodeList", "nodelist"),
-     rf"(?:\bNODELIST|\bNodeList|\bSLURM_(?:JOB_|STEP_)?NODELIST|\bReqNodeList|--nodelist)"
-     rf"\s*[=:]\s*(?P<nodelist>{_NODELIST})"),
-    (("/home/", "/Users/", "/u/", "/homes/", "\\Users\\"),
-     r"(?:/home|/Users|/u|/homes|\\Users)[/\\](?P<user>[A-Za-z_][\w.-]*)"),
-    (("~",), r"(?<![\w/~])~(?P<user>[A-Za-z_][\w.-]*)"),
-    (("USER", "LOGNAME", "User"), r"\b(?:USER|LOGNAME|SLURM_JOB_USER|User|UserId)\s*[=:]\s*(?P<user>[A-Za-z_][\w.-]*)"),
-    (("JOB_ID", "JOBID", "JobI"), r"\b(?:SLURM_(?:ARRAY_)?JOB_?ID|JobId|JobID)\s*[=:]\s*(?P<job>\d+)"),
-    (("Submitted batch job ", "slurm-"), r"(?:Submitted batch job |\bslurm-)(?P<job>\d+)"),
-    (("RUN_ID", "rdzv", "run_id"),
-     r"(?:\bTORCHELASTIC_RUN_ID|--rdzv[_-]id|\brdzv_id|\brun_id)\s*[=: ]\s*['\"]?(?P<job>[\w.-]+)"),
-    (("partition", "PARTITION", "Partition"),
-     r"(?:--partition|\bSLURM_JOB_PARTITION|\bPARTITION|\bPartition)\s*[= ]\s*(?P<partition>[\w.-]+)"),
-    (("account", "ACCOUNT", "Account"),
-     r"(?:--account|\bSLURM_JOB_ACCOUNT|\bACCOUNT|\bAccount)\s*[= ]\s*(?P<account>[\w.-]+)"),
-    (("SBATCH", "sbatch", "srun", "salloc"), r"(?:#SBATCH|\bsbatch|\bsrun|\bsalloc)\b[^\n]*?\s-p\s*(?P<partition>[\w.-]+)"),
-    (("SBATCH", "sbatch", "srun", "salloc"), r"(?:#SBATCH|\bsbatch|\bsrun|\bsalloc)\b[^\n]*?\s-A\s*(?P<account>[\w.-]+)"),
-    (("pid", "PID", "Pid"), r"\b(?:pid|PID|Pid)\b\s*[:=#]?\s*(?P<pid>\d+)"),
-    (("PORT", "port", "Port"),
-     r"(?:\bMASTER_PORT|--master[_-]port|\bport|\bPort|\bPORT)\s*[=:]?\s*(?P<port>\d{2,5})(?!\d)"),
-)
-LEARN = [(_gate(gate), re.compile(pattern)) for gate, pattern in _LEARN]
-# `--partition gpu` vs the squeue header `PARTITION  NAME`: headers are not values.
-HEADER_WORDS = frozenset({"NAME", "USER", "ST", "TIME", "NODES", "JOBID", "STATE", "AVAIL", "ACCOUNT",
-                          "PARTITION", "JobID", "JobName", "Partition", "Account"})
+def _gate_hits(gate: Gate, text: str) -> bool:
+    return any(g in text for g in gate) if isinstance(gate, tuple) else gate.search(text) is not None
 
-# squeue / sacct / sinfo tables: a header line naming these columns.
-TABLE_GATE = ("PARTITION", "Partition")
-TABLE_COLUMNS = {
-    "JOBID": "job", "PARTITION": "partition", "USER": "user", "ACCOUNT": "account",
-    "NODELIST": "nodelist", "NODELIST(REASON)": "nodelist", "USERID": "user",
-}
 
-# Phase 2: structural patterns, one alternation; the first branch that matches wins.
-_IP4 = r"(?:\d{1,3}\.){3}\d{1,3}"
-STRUCTURE = [
-    ("email", r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
-    ("path", r"(?<![\w.~\\/-])/[^\s/'\"(),:;<>\[\]{}|`]+(?:/[^\s/'\"(),:;<>\[\]{}|`]*)*"),
-    ("v6b", r"\[(?P<v6b>[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)\](?::(?P<v6bp>\d{1,5})(?!\d))?"),
-    ("v4", rf"(?<![\w.])(?P<v4>{_IP4})(?![\d]|\.\d)(?::(?P<v4p>\d{{1,5}})(?![\d:])|<(?P<v4a>\d{{1,5}})>)?"),
-    ("v6", rf"(?<![\w:.])(?:[0-9A-Fa-f]{{0,4}}:){{2,7}}(?:[0-9A-Fa-f]{{1,4}}|{_IP4})?(?![\w:]|\.\d)"),
-    ("nccl", r"(?<=[\w\]>]):(?P<np>\d+):(?P<nt>\d+)(?= \[\d+\])"),
-    ("kv", r"(?P<kvk>(?:--partition|--account)[= ]\s*|\b(?:SLURM_JOB_PARTITION|SLURM_JOB_ACCOUNT|PARTITION"
-           r"|ACCOUNT|Partition|Account|USER|LOGNAME|SLURM_JOB_USER|User|UserId)=)(?P<kvv>[\w.-]+)"),
-    ("sflag", r"(?P<sfp>(?:#SBATCH|\bsbatch|\bsrun|\bsalloc)\b[^\n]*?\s-(?P<sfk>[pA])\s*)(?P<sfv>[\w.-]+)"),
-    ("port", r"(?P<ptk>\bMASTER_PORT\s*[=:]\s*|--master[_-]port[= ]\s*|\b[Pp]ort\s*[=:]?\s*|\bPORT\s*[=:]\s*"
-             r"|\blocalhost:)(?P<ptv>\d{2,5})(?!\d)"),
-    ("pid", r"(?P<pik>\b(?:pid|PID|Pid)\b(?:\s*[:=#]\s*|\s+)|\bpid_|\b[Pp]rocess(?:es)?\s+(?=\d{3}))(?P<piv>\d+)"),
-    ("job", r"(?P<jbk>\bSLURM_(?:ARRAY_)?JOB_?ID\s*[=:]\s*|\bJobI[dD]=|\b(?:JOB|STEP)\s+|Submitted batch job\s+"
-            r"|\bslurm-|\b[Jj]ob(?:\s?[Ii][Dd])?\s*[:=#]?\s*(?=\d{3}))(?P<jbv>\d+)"),
-    ("uuid", r"\bGPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
-    ("lit", None),
-    ("fqdn", rf"(?<![\w.@/-])(?P<fq>(?:{_LABEL}\.)+(?:{_TLDS_STRICT}|{_TLDS_AMBIGUOUS}))(?![\w-]|\.\w|\()"),
-]
-TLD_AMBIGUOUS = frozenset(_TLDS_AMBIGUOUS.split("|"))
-# `self.model.net` is an attribute chain, not a host.
-CODE_WORDS = frozenset({"self", "cls", "torch", "np", "nn", "model", "module", "os", "sys", "args", "cfg",
-                        "config", "super", "F", "tf", "jax", "this", "ctx", "opt", "optimizer"})
-STRUCTURE_KIND = {
-    "kv": {"partition": "partition", "account": "account", "user": "user", "logname": "user",
-           "slurm_job_user": "user", "userid": "user", "slurm_job_partition": "partition",
-           "slurm_job_account": "account"},
-    "sflag": {"p": "partition", "A": "account"},
-}
+def _load() -> dict[str, Any]:
+    raw, wpath = _table("words.yaml")
+    words = Words.model_validate(raw)
+    frags = words.fragments
+    raw, lpath = _table("learn.yaml")
+    learn_entries = [LearnEntry.model_validate(e) for e in raw["learn"]]
+    learn = []
+    for e in learn_entries:
+        gate, pat = _gate(e.gate, frags, lpath, e.name), _compile(_expand(e.pattern, frags), lpath, e.name)
+        for ex in e.examples:
+            found = {k: v for m in pat.finditer(ex.text) for k, v in m.groupdict().items() if v is not None}
+            if not _gate_hits(gate, ex.text) or any(found.get(k) != v for k, v in ex.learns.items()):
+                raise RuleError(f"redaction entry {e.name!r}: example {ex.text!r} learns {found}, not {ex.learns}",
+                                RuleLocation(lpath))
+        for near in e.near_misses:
+            if pat.search(near):
+                raise RuleError(f"redaction entry {e.name!r}: near miss {near!r} matches", RuleLocation(lpath))
+        learn.append((gate, pat))
+    raw, spath = _table("structure.yaml")
+    struct_entries = [StructEntry.model_validate(e) for e in raw["structure"]]
+    structure, gates = [], []
+    for e in struct_entries:
+        key = e.name.replace("-", "_")
+        if e.pattern is None:
+            structure.append((key, None))
+            continue
+        pattern = _expand(e.pattern, frags)
+        pat = _compile(pattern, spath, e.name)
+        for ex in e.examples:
+            spans = [m.span() for m in pat.finditer(ex.text)]
+            hidden = all(any(a <= ex.text.find(h) and ex.text.find(h) + len(h) <= b for a, b in spans) for h in ex.hides)
+            if not spans or not hidden:
+                raise RuleError(f"redaction branch {e.name!r}: example {ex.text!r} does not cover {ex.hides}",
+                                RuleLocation(spath))
+        for near in e.near_misses:
+            if pat.search(near):
+                raise RuleError(f"redaction branch {e.name!r}: near miss {near!r} matches", RuleLocation(spath))
+        structure.append((key, pattern))
+        gates += [(_gate(g, frags, spath, e.name), (key,)) for g in e.gates]
+    return {"words": words, "learn": learn, "structure": structure, "gates": gates, "fragments": frags}
 
-# Cheap literal-led gates: a line can only hold a match if one of these matches it,
-# so the full patterns run on few lines (Python's `re` is fast only on literal prefixes).
-LEARN_GATES = [re.compile(p) for p in (
-    r"host|Host|HOST|MASTER_ADDR|NODENAME|NodeName|AllocNode|master[_-]addr|rdzv|run_id|RUN_ID",
-    r":\d+:\d+ \[", r"\]:\d", r"JOB |STEP |srun: error:|Submitted batch job|slurm-", r"@", r"ip-\d",
-    r"NODELIST|NodeList|nodelist|/home/|/Users/|/u/|/homes/|\\Users\\|~|USER|LOGNAME|User",
-    r"SLURM_|JobI|partition|PARTITION|Partition|account|ACCOUNT|Account|SBATCH|sbatch|srun|salloc",
-    r"pid|PID|Pid|PORT|port|Port",
-)]
-_TLD_GATE = rf"\.(?:{_TLDS_STRICT}|{_TLDS_AMBIGUOUS})(?![\w-])"
-# Phase 2 gates: which branches of STRUCTURE can match on a line that a gate selects.
-REDACT_GATES = [(_gate(gate), branches) for gate, branches in (
-    (("@",), ("email",)),
-    (r"/(?<![\w.~\\/-]/)[^\s/'\"(),:;<>\[\]{}|`]", ("path",)),
-    (r"\[[0-9A-Fa-f:.]*:", ("v6b",)),
-    (r"\.\d{1,3}\.\d{1,3}\.\d", ("v4",)),
-    (("::",), ("v6",)),
-    (r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:", ("v6",)),
-    (r":\d+:\d+ \[", ("nccl",)),
-    (("--partition", "--account", "SLURM_JOB_", "PARTITION=", "ACCOUNT=", "Partition=", "Account=", "USER=",
-      "LOGNAME=", "User"), ("kv",)),
-    (("SBATCH", "sbatch", "srun", "salloc"), ("sflag",)),
-    (("port", "Port", "PORT", "localhost:"), ("port",)),
-    (("pid", "PID", "Pid", "rocess ", "rocesses "), ("pid",)),
-    (("JOB", "STEP", "slurm-", "job", "Job"), ("job",)),
-    (("GPU-",), ("uuid",)),
-    (_TLD_GATE, ("fqdn",)),
-)]
+
+_T = _load()
+_W: Words = _T["words"]
+KINDS = (*_W.kinds, "mac", "secret", "pod")
+PUBLIC_ROOTS = frozenset(_W.public_roots)
+ENV_DIRS = tuple(_W.env_dirs)
+FILE_EXTS = frozenset(_W.file_exts)
+PUBLIC_DOMAINS = tuple(_W.public_domains)
+GENERIC = frozenset(_W.generic)
+HEADER_WORDS = frozenset(_W.header_words)
+CODE_WORDS = frozenset(_W.code_words)
+TABLE_GATE = tuple(_W.table_gate)
+TABLE_COLUMNS = dict(_W.table_columns)
+STRUCTURE_KIND = {k: dict(v) for k, v in _W.structure_kind.items()}
+TLD_AMBIGUOUS = frozenset(_W.fragments["TLDS_AMBIGUOUS"].split("|"))
+LIT_SUFFIX = _W.fragments["LIT_SUFFIX"]
+LEARN: list[tuple[Gate, re.Pattern[str]]] = _T["learn"]
+STRUCTURE: list[tuple[str, str | None]] = _T["structure"]
+REDACT_GATES: list[tuple[Gate, tuple[str, ...]]] = _T["gates"]
+NODELIST_ITEM = re.compile(_W.fragments["NODELIST_ITEM"])
+_NODELIST_PART = re.compile(_W.fragments["NODELIST_PART"])
 
 
 def line_spans(text: str, gate: Gate) -> list[tuple[int, int]]:
@@ -211,7 +214,7 @@ def gated_lines(text: str, gates: list[tuple[Gate, tuple[str, ...]]]) -> dict[in
 
 def expand_nodelist(spec: str) -> list[str]:
     """Expand one Slurm host expression such as ``m9g-1-[3-4,7]`` into host names."""
-    m = re.fullmatch(r"([\w-]*)\[([\d,\-]+)\]([\w-]*)", spec)
+    m = _NODELIST_PART.fullmatch(spec)
     if not m:
         return [spec]
     prefix, body, suffix = m.groups()
@@ -219,8 +222,13 @@ def expand_nodelist(spec: str) -> list[str]:
     for part in body.split(","):
         lo, _, hi = part.partition("-")
         if lo.isdigit() and (hi or lo).isdigit():
-            hosts.extend(f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(int(lo), int(hi or lo) + 1))
-    return hosts[:10000]
+            count = int(hi or lo) - int(lo) + 1
+            if count > 10000 - len(hosts):  # a planted node[0-99999999999] costs nothing
+                count = 10000 - len(hosts)
+            hosts.extend(f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(int(lo), int(lo) + max(count, 0)))
+        if len(hosts) >= 10000:
+            break
+    return hosts
 
 
 def compress_nodes(names: list[str]) -> str:
@@ -229,6 +237,3 @@ def compress_nodes(names: list[str]) -> str:
     if len(nums) > 1 and nums == list(range(nums[0], nums[0] + len(nums))):
         return f"node-[{nums[0]}-{nums[-1]}]"
     return ",".join(names)
-
-
-LIT_SUFFIX = r"(?P<lsfx>(?:\.[A-Za-z][\w-]*)+)?(?P<lbr>\])?(?::(?P<lport>\d{1,5})(?![\d:]))?"

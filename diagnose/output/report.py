@@ -66,6 +66,15 @@ class RankState(BaseModel):
     culprit: bool = False
 
 
+class StackRef(BaseModel):
+    """A culprit rank's main-thread stack, innermost frame first ('func (file:line)', as py-spy prints)."""
+
+    rank: int
+    pid: int | None = None
+    thread: str | None = None
+    frames: list[str] = Field(default_factory=list)
+
+
 class Report(BaseModel):
     """The whole diagnosis."""
 
@@ -81,6 +90,7 @@ class Report(BaseModel):
     notes: list[str] = Field(default_factory=list)
     rank_states: list[RankState] = Field(default_factory=list)
     timeline: list[EvidenceRef] = Field(default_factory=list, description="first failures, in time order")
+    stacks: list[StackRef] = Field(default_factory=list, description="culprit ranks' stacks (live probes)")
     checkpoint: dict[str, Any] | None = None
     scaling: dict[str, Any] | None = None
     rank: int | None = Field(None, description="per-rank reports of the library hook")
@@ -90,14 +100,113 @@ class Report(BaseModel):
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON object of the contract (aliases applied, nothing dropped that the contract names)."""
         data = self.model_dump(mode="json", by_alias=True)
-        for key in ("checkpoint", "scaling", "rank", "attempt", "evidence", "command"):
-            if data.get(key) is None:
+        for key in ("checkpoint", "scaling", "rank", "attempt", "evidence", "command", "stacks"):
+            if data.get(key) in (None, []) and not (key == "evidence" and data.get(key) == []):
                 data.pop(key, None)
         return data
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckpointSection(_Strict):
+    """The `checkpoint` object of `diagnose checkpoint` (schema only; the report carries it as a mapping)."""
+
+    format: str | None = Field(description="torch.save|dcp|hf-trainer|lightning|deepspeed|safetensors|...")
+    present: list[str]
+    missing: list[str]
+    world_size: int | None = None
+    path: str | None = None
+    keys: dict[str, list[str]] | list[str] | None = Field(None, description="top-level entries and their keys")
+    suspicious_globals: list[str] = Field(default_factory=list)
+    dangerous_globals: list[str] = Field(default_factory=list)
+    sharded: bool | None = None
+    issues: list[str] = Field(default_factory=list)
+    problems: list[Any] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    error: str | None = None
+    tensors: int | None = None
+    other: CheckpointSection | None = Field(None, description="the second checkpoint of a comparison")
+    mismatches: dict[str, Any] | None = Field(None, description="how the two state dicts differ")
+
+
+class ScalingRun(_Strict):
+    run: str | None = None
+    world_size: int | None = None
+    distributed: bool | None = None
+    b_eff: int | float | None = None
+    steps_per_epoch: int | float | None = None
+    step_time: float | None = None
+    epoch_time: float | None = None
+    terms: dict[str, float] = Field(default_factory=dict, description="seconds per step: input, comm, compute, sync")
+    shares: dict[str, float] = Field(default_factory=dict)
+    limit: str | None = None
+    ranks: list[int] = Field(default_factory=list)
+    stragglers: list[Any] = Field(default_factory=list)
+    local_batch: int | float | None = None
+    accumulation: int | float | None = None
+    throughput: float | None = None
+    data_wait_share: float | None = None
+
+
+class ScalingEfficiency(_Strict):
+    run: str | None = None
+    baseline: str | None = None
+    world_size: int | None = None
+    speedup: float | None = None
+    eta: float | None = None
+    basis: str | None = None
+    changed: list[str] | dict[str, Any] | None = None
+    b_eff_ratio: float | None = None
+    lr_ratio: float | None = None
+    steps_per_epoch_ratio: float | None = None
+
+
+class ScalingSection(_Strict):
+    """The `scaling` object: per-run step-time terms, efficiency, the limit and the move it suggests."""
+
+    runs: list[ScalingRun] = Field(default_factory=list)
+    efficiency: list[ScalingEfficiency] = Field(default_factory=list)
+    data_wait_share: float | None = None
+    limit: str | None = None
+    move: dict[str, str] | None = None
+    flags: list[str] = Field(default_factory=list)
+    records: list[dict[str, Any]] = Field(default_factory=list, description="run records as read")
+
+
+def _close(node: Any) -> None:
+    """additionalProperties: false on every object schema that lists its properties."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            node.setdefault("additionalProperties", False)
+        for value in node.values():
+            _close(value)
+    elif isinstance(node, list):
+        for value in node:
+            _close(value)
+
+
 def report_schema() -> dict[str, Any]:
-    """The published JSON schema of the report."""
-    schema = Report.model_json_schema(by_alias=True)
-    schema["$id"] = SCHEMA_ID
-    return schema
+    """The published JSON schema of the report (JSON Schema 2020-12, closed objects, typed sections)."""
+    from pydantic import TypeAdapter
+
+    from diagnose.evidence import Evidence
+
+    schema = Report.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+    defs = schema.setdefault("$defs", {})
+    for model in (CheckpointSection, ScalingSection):
+        sub = model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(sub.pop("$defs", {}))
+        if "$ref" not in sub:  # a recursive model comes back as a reference into its own $defs
+            defs[model.__name__] = sub
+    ev = TypeAdapter(Evidence).json_schema(ref_template="#/$defs/{model}")
+    defs.update(ev.pop("$defs", {}))
+    defs["Evidence"] = ev
+    props = schema["properties"]
+    props["checkpoint"] = {"anyOf": [{"$ref": "#/$defs/CheckpointSection"}, {"type": "null"}]}
+    props["scaling"] = {"anyOf": [{"$ref": "#/$defs/ScalingSection"}, {"type": "null"}]}
+    props["evidence"] = {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Evidence"}}, {"type": "null"}],
+                         "description": "evidence records (hook reports, preflight checks)"}
+    _close(schema)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}

@@ -65,7 +65,8 @@ def test_html_renders_in_headless_chromium(chromium: str, tmp_path: Path, record
     assert _console_errors(dom.stderr) == []
     body = re.search(r"<body[^>]*>", dom.stdout).group(0)
     attrs = dict(re.findall(r'(data-[\w-]+)="([^"]*)"', body))
-    assert "<title>diagnose report: grid ready</title>" in dom.stdout
+    assert "<title>rank 1234: rank_failure (SIGKILL) [high, 0.93]: rank 1234 was killed" in dom.stdout
+    assert attrs["data-grid-ready"] == "yes"
     assert attrs["data-grid-drawn"] == str(WORLD)
     render_ms = float(attrs["data-render-ms"])
     assert render_ms < 2000
@@ -103,3 +104,55 @@ def _pixel_stats(chromium: str, png: Path, tmp_path: Path) -> dict[str, int]:
     if m is None:
         pytest.fail(f"pixel check page did not finish: {dom.stdout[:300]} {dom.stderr[-500:]}")
     return {"colors": int(m.group(1)), "green": int(m.group(2)), "red": int(m.group(3))}
+
+
+def _count_colors(chromium: str, png: Path, tmp_path: Path, colors: dict[str, str]) -> dict[str, int]:
+    """Pixels of each exact colour in a screenshot, decoded in Chromium itself."""
+    data = base64.b64encode(png.read_bytes()).decode()
+    wanted = ",".join(f"['{k}',{int(v[1:], 16)}]" for k, v in colors.items())
+    check = tmp_path / "colors.html"
+    check.write_text(
+        "<!DOCTYPE html><html><head><title>pending</title></head><body><script>"
+        f"var want=[{wanted}],img=new Image();img.onload=function(){{var c=document.createElement('canvas');"
+        "c.width=img.width;c.height=img.height;var x=c.getContext('2d');x.drawImage(img,0,0);"
+        "var p=x.getImageData(0,0,c.width,c.height).data,n={};want.forEach(function(w){n[w[0]]=0;});"
+        "for(var i=0;i<p.length;i+=4){var v=(p[i]<<16)|(p[i+1]<<8)|p[i+2];"
+        "want.forEach(function(w){if(w[1]==v)n[w[0]]++;});}"
+        "document.title='counts '+JSON.stringify(n);};"
+        f"img.src='data:image/png;base64,{data}';</script></body></html>")
+    dom = _chromium(chromium, ["--dump-dom", "--virtual-time-budget=5000"], check.as_uri())
+    m = re.search(r"<title>counts (.*?)</title>", dom.stdout)
+    if m is None:
+        pytest.fail(f"colour check page did not finish: {dom.stdout[:300]}")
+    import html as _html
+    import json as _json
+
+    return _json.loads(_html.unescape(m.group(1)))
+
+
+def test_html_answer_title_labelled_grid_above_the_fold_distinct_states(chromium: str, tmp_path: Path) -> None:
+    states = ["all_reduce #4120 timed_out", "exited -6 (SIGABRT)", "exited -9 (SIGKILL)", "missing",
+              "all_reduce #4120 timed_out", "all_reduce #4120 timed_out"]
+    cells = [RankState(rank=r, state=s, culprit=r == 2, first_failure=r == 1) for r, s in enumerate(states)]
+    ev = [EvidenceRef(source="console.log", line=16, rank=2, text="Signal 9 (SIGKILL) received by PID 2103")]
+    report = Report(command="logs", symptom="hang_mid_run", rank_states=cells, timeline=ev,
+                    ranks=RankSummary(world_size=6, seen=[0, 1, 2, 4, 5], missing=[3]),
+                    causes=[Cause(id="rank_failure", score=0.85, confidence="high", ranks=[2], evidence=ev,
+                                  summary="rank 2 ended with SIGKILL while the others waited", fix="check dmesg"),
+                            Cause(id="host_memory", score=0.26, confidence="low", ranks=[2], evidence=ev,
+                                  summary="rank 2 ended with SIGKILL while the others waited (the same evidence "
+                                          "also fits host_memory)", fix="lower host memory use")])
+    page = tmp_path / "report.html"
+    write_html(report, page, inputs=["console.log"], version="9.9.9")
+    text = page.read_text()
+    assert "<title>rank 2: rank_failure (SIGKILL) [high, 0.85]: rank 2 ended with SIGKILL" in text
+    assert "diagnose 9.9.9" in text and "inputs: console.log" in text
+    assert text.count("Signal 9 (SIGKILL) received by PID 2103") == 2  # the cause and the timeline, not the alternative
+    dom = _chromium(chromium, ["--dump-dom", "--virtual-time-budget=5000", "--window-size=1200,900"], page.as_uri())
+    attrs = dict(re.findall(r'(data-[\w-]+)="([^"]*)"', re.search(r"<body[^>]*>", dom.stdout).group(0)))
+    assert attrs["data-grid-labels"] == "cells" and int(attrs["data-grid-top"]) < 500, attrs
+    shot = tmp_path / "shot.png"
+    _chromium(chromium, ["--hide-scrollbars", "--window-size=1200,900", f"--screenshot={shot}"], page.as_uri())
+    counts = _count_colors(chromium, shot, tmp_path, {"timed_out": "#9467bd", "aborted": "#ff7f0e",
+                                                      "killed": "#d62728", "missing": "#c8c8c8"})
+    assert all(n > 200 for n in counts.values()), counts  # every state has its own colour, above the fold
