@@ -155,7 +155,11 @@ class ScalingEfficiency(_Strict):
     baseline: str | None = None
     world_size: int | None = None
     speedup: float | None = None
-    eta: float | None = None
+    eta: float | None = Field(None, description="T1 / (N * TN)")
+    eta_per_sample: float | None = Field(None, description="efficiency per sample when B_eff changed")
+    eta_effective: float | None = None
+    t1: float | None = Field(None, description="baseline step time (s)")
+    tn: float | None = Field(None, description="step time at world size N (s)")
     basis: str | None = None
     changed: list[str] | dict[str, Any] | None = None
     b_eff_ratio: float | None = None
