@@ -170,6 +170,8 @@ class Scanner:
                     continue
                 start = seg_start(end)
                 if end - start > MAX_LINE // 2:  # a long line: each match has its own window
+                    yield from self._hits_at(st, found)
+                    found = {}
                     yield from self._hits_at(st, {start: dict.fromkeys(every, end)})
                 elif start not in found:
                     found[start] = dict.fromkeys(every, end)
@@ -181,9 +183,11 @@ class Scanner:
         for start in sorted(found):
             line_no = st.line_no_at(start, buf, base)
             windows: dict[int, str] = {}
+            if start != st.line_start:
+                st.line_start, st.line_sigs = start, set()
             for sig_idx, end in sorted(found[start].items()):
                 sig = sigs[sig_idx]
-                if (start, sig_idx) in st.long_done:
+                if sig_idx in st.line_sigs:  # one hit per signature and line (long lines span pieces)
                     continue
                 key = end if end - start > MAX_LINE // 2 else -1
                 if key not in windows:
@@ -191,8 +195,7 @@ class Scanner:
                 fields = sig.match(windows[key])
                 if fields is None:
                     continue
-                if key != -1:
-                    st.long_done.add((start, sig_idx))
+                st.line_sigs.add(sig_idx)
                 if sig.traceback and start >= base:
                     fields = {**fields, **_traceback_fields(buf, start - base)}
                 yield Hit(sig.name, line_no, windows[key], fields)
@@ -210,7 +213,8 @@ class _ScanState:
     brk_searched: int = 0    # bytes before this were searched for line breaks
     nl_pos: int = 0          # newlines before this offset are counted in nl_count
     nl_count: int = 0
-    long_done: set[tuple[int, int]] = field(default_factory=set)  # (long line, signature) already hit
+    line_start: int = -1     # the line whose hits are being reported, and its signatures already hit
+    line_sigs: set[int] = field(default_factory=set)
 
     def line_no_at(self, start: int, buf: bytes, base: int) -> int:
         """1-based line number at ``start`` (offsets only move forward; a line start before the

@@ -10,7 +10,12 @@ import sys
 from pathlib import Path
 
 from diagnose.commands.logs import collect_logs
-from diagnose.probes.logs.content import ContentResult, FileView, register_content_parser, unregister_content_parser
+from diagnose.probes.logs.content import (
+    ContentResult,
+    FileView,
+    register_content_parser,
+    unregister_content_parser,
+)
 from diagnose.probes.logs.probe import LogProbe
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 has a total capacity of 79.10 GiB"
