@@ -3,6 +3,7 @@ never a crash, a hang or a signal."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -138,9 +139,16 @@ def test_a_thousand_nested_folders(tmp_path):
             os.mkdir(deep)
     except OSError as exc:  # a path longer than the file system allows
         pytest.skip(f"cannot make a 1,200-deep tree here: {exc}")
-    deep = Path(deep)
-    (deep / "rank4.log").write_text(f"{OOM}\n")
-    (tmp_path / "loop").symlink_to(tmp_path)
-    report = run_logs([tmp_path])
-    assert report.causes[0].id == "per_rank_batch_too_large" and report.causes[0].ranks == [4]
-    assert any("symlink loop" in s.reason for s in report.skipped)
+    try:
+        Path(deep, "rank4.log").write_text(f"{OOM}\n")
+        (tmp_path / "loop").symlink_to(tmp_path)
+        report = run_logs([tmp_path])
+        assert report.causes[0].id == "per_rank_batch_too_large" and report.causes[0].ranks == [4]
+        assert any("symlink loop" in s.reason for s in report.skipped)
+    finally:  # remove the tree bottom-up: shutil.rmtree (pytest's clean-up) would recurse
+        with contextlib.suppress(OSError):
+            os.unlink(Path(deep, "rank4.log"))
+        while deep != str(tmp_path):
+            with contextlib.suppress(OSError):
+                os.rmdir(deep)
+            deep = os.path.dirname(deep)
