@@ -105,7 +105,10 @@ def _position(pg: str, entries: list[dict[str, Any]], rank: int | None, prov: Pr
     last_enqueued = entries[-1]["collective_seq_id"]
     done = [e["collective_seq_id"] for e in entries if e.get("state") == "completed"]
     pending = [e for e in entries if e.get("state") != "completed"]
-    focus = pending[0] if pending else entries[-1]
+    if all(e.get("state") == "scheduled" for e in entries):
+        focus = entries[-1]  # gloo records no progress (every entry "scheduled"): the last collective issued
+    else:
+        focus = pending[0] if pending else entries[-1]
     op = str(focus.get("profiling_name") or "").split(":", 1)[-1].split(" ")[0] or None
     sizes = focus.get("input_sizes")
     text = (f"flight recorder v{version}: pg {pg} #{focus['collective_seq_id']} {op} "

@@ -205,7 +205,9 @@ def _load_dump(path: str, source: Source) -> FileResult:
         del data
         if isinstance(dump, Skip):
             return FileResult(skipped=[dump])
-        evidence, notes = flight_recorder.safe_dump_evidence(dump, path, rank_from_path(path))
+        rank = rank_from_path(Path(path).name)  # the file's own name first: a folder may say "rank_1" too
+        evidence, notes = flight_recorder.safe_dump_evidence(dump, path, rank if rank is not None else
+                                                             rank_from_path(path))
     finally:
         if slot is not None:
             slot.release()
