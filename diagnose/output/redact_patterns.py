@@ -209,6 +209,9 @@ def gated_lines(text: str, gates: list[tuple[Gate, tuple[str, ...]]]) -> dict[in
     return lines
 
 
+MAX_NODES = 10000
+
+
 def expand_nodelist(spec: str) -> list[str]:
     """Expand one Slurm host expression such as ``m9g-1-[3-4,7]`` into host names."""
     m = re.fullmatch(r"([\w-]*)\[([\d,\-]+)\]([\w-]*)", spec)
@@ -218,9 +221,12 @@ def expand_nodelist(spec: str) -> list[str]:
     hosts: list[str] = []
     for part in body.split(","):
         lo, _, hi = part.partition("-")
-        if lo.isdigit() and (hi or lo).isdigit():
-            hosts.extend(f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(int(lo), int(hi or lo) + 1))
-    return hosts[:10000]
+        if lo.isdigit() and (hi or lo).isdigit():  # bounded as it goes: a range in the text never drives memory
+            stop = min(int(hi or lo) + 1, int(lo) + MAX_NODES - len(hosts))
+            hosts.extend(f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(int(lo), stop))
+        if len(hosts) >= MAX_NODES:
+            break
+    return hosts
 
 
 def compress_nodes(names: list[str]) -> str:

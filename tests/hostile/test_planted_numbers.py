@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import pickle
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from hostile_util import run_cli
+from hostile_util import AS_LIMIT, run_cli
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 has a total capacity of 79.10 GiB"
 PEAK = 1 << 30
@@ -90,3 +93,14 @@ def test_255_watchdog_lines_give_every_rank(tmp_path):
     assert report["ranks"]["seen"] == list(range(1, 256))
     assert report["ranks"]["world_size"] == 256 and report["ranks"]["missing"] == [0]
     assert any("more 'nccl_watchdog_timeout' lines not kept" in n for n in report["notes"])
+
+
+def test_slurm_nodelist_range_is_expanded_lazily():
+    """`node[0-99999999999]` in a nodelist the redactor learns is expanded to a bounded number of names."""
+    code = ("from diagnose.output.redact_patterns import MAX_NODES, expand_nodelist\n"
+            "hosts = expand_nodelist('node[0-99999999999]')\n"
+            "assert len(hosts) == MAX_NODES and hosts[:2] == ['node0', 'node1'], hosts[:3]\n"
+            "assert expand_nodelist('m9g-1-[3-4,7]') == ['m9g-1-3', 'm9g-1-4', 'm9g-1-7']\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
