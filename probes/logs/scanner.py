@@ -64,7 +64,9 @@ class Scanner:
     def _hs_db(self) -> Any:
         cache = _cache_path(self.signatures.digest)
         try:
-            return hyperscan.loadb(cache.read_bytes())
+            db = hyperscan.loadb(cache.read_bytes(), hyperscan.HS_MODE_BLOCK)
+            db.scratch = hyperscan.Scratch(db)  # a loaded database comes without scratch space
+            return db
         except Exception:  # noqa: BLE001 - a missing or stale cache is rebuilt
             pass
         db = self._compile()
