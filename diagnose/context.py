@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from functools import cached_property
 from typing import Any
+
+from diagnose.ranks import MAX_WORLD_SIZE, plausible_world
 
 
 class Context:
@@ -59,25 +62,56 @@ class Context:
         return out
 
     def world_size_hint(self) -> int | None:
-        """World size as the evidence states it (env, launcher banners, process group members)."""
-        sizes = []
+        """World size as the evidence states it (env, launcher banners, process group members).
+
+        Only plausible sizes count (``ranks.plausible_world``); the others are in ``world_notes``."""
+        return self._world[0]
+
+    def world_size(self) -> int | None:
+        """The run's world size, the one fact every report part uses: as stated, else one more than
+        the highest rank seen when several ranks were seen (never an implausible number)."""
+        stated = self._world[0]
+        if stated is not None:
+            return stated
+        seen = self.ranks_seen()
+        if len(seen) > 1 and plausible_world(max(seen) + 1):
+            return max(seen) + 1
+        return None
+
+    def world_notes(self) -> list[str]:
+        """Why a number in the evidence was not taken as the world size."""
+        notes = list(self._world[1])
+        seen = self.ranks_seen()
+        if self._world[0] is None and len(seen) > 1 and not plausible_world(max(seen) + 1):
+            notes.append(f"rank {max(seen)} is beyond any real world size (over {MAX_WORLD_SIZE} ranks): "
+                         "world size not inferred from the ranks seen")
+        return notes
+
+    @cached_property
+    def _world(self) -> tuple[int | None, tuple[str, ...]]:
+        sizes: list[tuple[int, str]] = []
         for env in self.of("rank_env"):
-            value = env.variables.get("WORLD_SIZE")
-            if value and value.isdigit():
-                sizes.append(int(value))
-            value = env.variables.get("dist.world_size")
-            if value and value.isdigit():
-                sizes.append(int(value))
+            for key in ("WORLD_SIZE", "dist.world_size"):
+                value = env.variables.get(key)
+                if value and value.isdigit() and len(value) < 20:
+                    sizes.append((int(value), key))
         for line in [*self.lines("store_clients_missing"), *self.lines("store_based_barrier_waiting")]:
             if isinstance(line.fields.get("expected"), int):
-                sizes.append(line.fields["expected"])
+                sizes.append((line.fields["expected"], line.signature))
         for line in self.lines("ddp_member_banner"):
             if isinstance(line.fields.get("world_size"), int):
-                sizes.append(line.fields["world_size"])
+                sizes.append((line.fields["world_size"], line.signature))
         for pg in self.of("process_group"):  # the default group holds every rank; subgroups fewer
             if pg.members:
-                sizes.append(max(pg.members) + 1)
-        return max(sizes) if sizes else None
+                sizes.append((max(pg.members) + 1, f"process group {pg.id}"))
+        good = [n for n, _ in sizes if plausible_world(n)]
+        bad: dict[int, str] = {}
+        for n, where in sizes:
+            if not plausible_world(n) and n > 0:
+                bad.setdefault(n, where)
+        notes = tuple(f"implausible world size {n} ({where}) ignored: over {MAX_WORLD_SIZE} ranks"
+                      for n, where in sorted(bad.items())[:5])
+        return (max(good) if good else None), notes
 
     def group_initialized(self) -> bool:
         """Some rank got past process-group init (so every rank arrived at rendezvous)."""

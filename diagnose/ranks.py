@@ -21,3 +21,11 @@ def format_ranks(ranks: Iterable[int]) -> str:
         if r is not None:
             start = prev = r
     return ",".join(parts)
+
+
+MAX_WORLD_SIZE = 1 << 20  # more ranks than any job has run: a larger number in the text is not a world size
+
+
+def plausible_world(n: int | None) -> bool:
+    """Whether ``n`` can be a world size (1 .. MAX_WORLD_SIZE); larger numbers become a note, never a range."""
+    return isinstance(n, int) and 0 < n <= MAX_WORLD_SIZE

@@ -13,9 +13,8 @@ MAX_TIMELINE = 12
 def fill(report: Report, ctx: Context) -> None:
     """Fill ranks, rank_states and timeline of ``report`` from the evidence."""
     seen = ctx.ranks_seen()
-    world = ctx.world_size_hint()
-    if world is None and seen:
-        world = max(seen) + 1 if len(seen) > 1 else None
+    world = ctx.world_size()
+    report.notes.extend(n for n in ctx.world_notes() if n not in report.notes)
     missing = sorted(set(range(world)) - seen) if world else []
     report.ranks = RankSummary(world_size=world, seen=sorted(seen), missing=missing)
     culprits = {r for c in report.causes[:1] for r in c.ranks}

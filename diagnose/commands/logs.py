@@ -1,4 +1,4 @@
-"""`diagnose logs`: run the log probe (and step-time analysis when present) and the engine."""
+"""`diagnose logs`: run the log probe (one read of each file: logs, dumps, step-time lines) and the engine."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from typing import Any
 
 from diagnose.engine import diagnose_evidence
 from diagnose.output.report import Report, Skipped
-
-STEP_PARSE_MAX_BYTES = 4 << 20
 
 
 def collect_logs(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> tuple[list[Any], list[Skipped], list[str]]:
@@ -23,33 +21,8 @@ def collect_logs(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> tuple
         result = LogProbe(log_signatures(tuple(str(d) for d in rule_dirs))).collect(paths)
     finally:
         gc.enable()
-    evidence = list(result.evidence)
-    notes = list(result.notes)
-    evidence += _step_metrics(result.scanned, notes)
     skipped = [Skipped(source=s.source, reason=s.reason) for s in result.skipped]
-    return evidence, skipped, notes
-
-
-def _step_metrics(files: Sequence[str], notes: list[str]) -> list[Any]:
-    """Step-time / loss lines of the smaller text files (the per-line parser is too slow for huge logs)."""
-    from diagnose.probes.steptime.probe import parse_step_lines
-
-    out: list[Any] = []
-    big = 0
-    for name in files:
-        path = Path(name)
-        try:
-            if path.stat().st_size > STEP_PARSE_MAX_BYTES:
-                big += 1
-                continue
-            with path.open(encoding="utf-8", errors="replace") as fh:
-                out += parse_step_lines(((i, line.rstrip("\n")) for i, line in enumerate(fh, 1)), name)
-        except (OSError, ValueError):
-            continue
-    if big:
-        notes.append(f"step-time lines not parsed in {big} file(s) over {STEP_PARSE_MAX_BYTES >> 20} MiB: "
-                     "use `diagnose scaling` on them")
-    return out
+    return list(result.evidence), skipped, list(result.notes)
 
 
 def run_logs(paths: Sequence[Path], symptom: str | None = None, rule_dirs: Sequence[Path] = ()) -> Report:

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from diagnose.output.report import RankState, Report
+from diagnose.ranks import plausible_world
 
 PALETTE = ("green", "cyan", "yellow", "magenta", "blue", "bright_green", "bright_cyan", "bright_yellow",
            "bright_magenta", "bright_blue", "white", "grey50")
@@ -43,8 +44,9 @@ def rank_cells(report: Report) -> list[RankState]:
     culprits = {r for cause in report.causes[:1] for r in cause.ranks}
     seen, missing = set(report.ranks.seen), set(report.ranks.missing)
     world = report.ranks.world_size or (max(seen | missing | culprits, default=-1) + 1)
+    ranks = range(world) if plausible_world(world) else sorted(seen | missing | culprits)  # sparse, never a range
     return [RankState(rank=r, state="missing" if r in missing else ("seen" if r in seen else "no evidence"),
-                      culprit=r in culprits) for r in range(world)]
+                      culprit=r in culprits) for r in ranks]
 
 
 def state_kind(state: str) -> str:

@@ -212,6 +212,9 @@ def gated_lines(text: str, gates: list[tuple[Gate, tuple[str, ...]]]) -> dict[in
     return lines
 
 
+MAX_NODES = 10000
+
+
 def expand_nodelist(spec: str) -> list[str]:
     """Expand one Slurm host expression such as ``m9g-1-[3-4,7]`` into host names."""
     m = _NODELIST_PART.fullmatch(spec)

@@ -8,7 +8,7 @@ from typing import Any
 
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, parse_rank_list, predicate, ranks_of
-from diagnose.ranks import SIGNAL_NAMES, format_ranks
+from diagnose.ranks import SIGNAL_NAMES, format_ranks, plausible_world
 
 
 @predicate(binds=("signature", "frames", "message", "seq", "op"), kinds=("log_line",))
@@ -214,7 +214,8 @@ def ranks_never_arrived(ctx: Context) -> Binding | None:
     """Fewer ranks showed up than the world size says (banners, store client counts, rank status)."""
     expected, seen, cited = ctx.world_size_hint(), set(ctx.ranks_seen()), []
     for line in [*ctx.lines("store_clients_missing"), *ctx.lines("store_based_barrier_waiting")]:
-        if int(line.fields.get("joined", 0)) < int(line.fields.get("expected", 0)):
+        if int(line.fields.get("joined", 0)) < int(line.fields.get("expected", 0)) and plausible_world(
+                int(line.fields["expected"])):  # a huge number in the text is a note (Context), never a range
             expected = max(expected or 0, int(line.fields["expected"]))
             cited.append(line)
     quiet = {"missing"} if ctx.group_initialized() else {"missing", "no_evidence"}

@@ -9,6 +9,7 @@ first collective that had not completed (op, size), so ranks can be compared.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -19,21 +20,14 @@ from diagnose.probes.checkpoint.pickle_inspect import PickleInspectError, inspec
 from diagnose.probes.checkpoint.pickle_tree import to_skeleton
 from diagnose.probes.files import Skip
 
-MAX_DUMP_BYTES = 256 << 20
+MAX_DUMP_BYTES = 64 << 20   # real dumps are a few MiB (2,000 entries by default)
 _STATES = {"scheduled": "scheduled", "started": "started", "completed": "completed"}
 _RANK_IN_NAME = re.compile(r"(\d+)(?:\.json|\.pkl|\.pickle)?$")
 
 
-def looks_like_dump(path: Path) -> bool:
-    """A pickle or JSON file whose head mentions the flight recorder's keys."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(16)
-            if head[:1] != b"\x80" and head.lstrip()[:1] != b"{":
-                return False
-            head += fh.read(65536)
-    except OSError:
-        return False
+def looks_like_dump_head(head: bytes) -> bool:
+    """A pickle or JSON head (first 64 KiB or more) that mentions the flight recorder's keys."""
+    head = head[:65552]
     if head[:1] == b"\x80":
         return b"pg_config" in head or (b"entries" in head and b"collective_seq_id" in head)
     if head.lstrip()[:1] == b"{":
@@ -41,24 +35,49 @@ def looks_like_dump(path: Path) -> bool:
     return False
 
 
-def read_dump(path: Path) -> dict[str, Any] | Skip:
-    """The dump as plain data, or why it could not be read."""
+def looks_like_dump(path: Path) -> bool:
+    """A file whose head mentions the flight recorder's keys."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            return looks_like_dump_head(fh.read(65552))
+    except OSError:
+        return False
+
+
+def read_dump(path: Path) -> dict[str, Any] | Skip:
+    """The dump as plain data, or why it could not be read (the size is checked before reading)."""
+    try:
+        with path.open("rb") as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_DUMP_BYTES:
+                return Skip(str(path), f"flight-recorder dump larger than {MAX_DUMP_BYTES >> 20} MiB")
+            data = fh.read(MAX_DUMP_BYTES + 1)
     except OSError as exc:
         return Skip(str(path), f"unreadable: {exc.strerror or exc}")
+    return parse_dump(data, str(path))
+
+
+def parse_dump(data: bytes, source: str) -> dict[str, Any] | Skip:
+    """Decode a dump's bytes (pickle read inertly, or JSON) into plain data, or why not."""
     if len(data) > MAX_DUMP_BYTES:
-        return Skip(str(path), "flight-recorder dump larger than 256 MiB")
+        return Skip(source, f"flight-recorder dump larger than {MAX_DUMP_BYTES >> 20} MiB")
     try:
         if data[:1] == b"\x80":
             dump = to_skeleton(inspect_pickle(data).root)
         else:
             dump = json.loads(data.decode("utf-8", "replace"))
-    except (PickleInspectError, ValueError, RecursionError) as exc:
-        return Skip(str(path), f"invalid flight-recorder dump: {str(exc)[:160]}")
+    except (PickleInspectError, ValueError, RecursionError, MemoryError, OverflowError, TypeError) as exc:
+        return Skip(source, f"invalid flight-recorder dump: {str(exc)[:160]}")
     if not isinstance(dump, dict) or not isinstance(dump.get("entries", []), list):
-        return Skip(str(path), "not a flight-recorder dump")
+        return Skip(source, "not a flight-recorder dump")
     return dump
+
+
+def safe_dump_evidence(dump: dict[str, Any], source: str, rank: int | None) -> tuple[list[Any], list[str]]:
+    """``dump_evidence``, with a malformed dump turned into a note instead of an exception."""
+    try:
+        return dump_evidence(dump, source, rank), []
+    except Exception as exc:  # noqa: BLE001 - a malformed dump is skipped with a note, never ends the run
+        return [], [f"{source}: malformed flight-recorder dump skipped ({type(exc).__name__}: {str(exc)[:120]})"]
 
 
 def dump_evidence(dump: dict[str, Any], source: str, rank: int | None) -> list[Any]:
@@ -86,7 +105,10 @@ def _position(pg: str, entries: list[dict[str, Any]], rank: int | None, prov: Pr
     last_enqueued = entries[-1]["collective_seq_id"]
     done = [e["collective_seq_id"] for e in entries if e.get("state") == "completed"]
     pending = [e for e in entries if e.get("state") != "completed"]
-    focus = pending[0] if pending else entries[-1]
+    if all(e.get("state") == "scheduled" for e in entries):
+        focus = entries[-1]  # gloo records no progress (every entry "scheduled"): the last collective issued
+    else:
+        focus = pending[0] if pending else entries[-1]
     op = str(focus.get("profiling_name") or "").split(":", 1)[-1].split(" ")[0] or None
     sizes = focus.get("input_sizes")
     text = (f"flight recorder v{version}: pg {pg} #{focus['collective_seq_id']} {op} "

@@ -1,7 +1,10 @@
-"""The log probe: turns the files a run left behind into LogLine evidence.
+"""The log probe: turns the files a run left behind into LogLine evidence, reading each file once.
 
-Files are scanned in parallel for every signature at once; fields are extracted
-on hit lines only. Ranks come from line prefixes (``[rank3]:``), launcher prefixes,
+Each file is opened once and read in blocks (``read_one``): by its head it is an evidence file,
+a torchelastic error file, a flight-recorder dump, or a log. Logs are scanned for every
+signature at once (in parallel for big inputs); fields are extracted on hit lines only; then
+the content parsers (``probes/logs/content.py``: step-time lines, artifacts) see the same
+bytes. Hit lines quoted are capped per signature, never the first line of each rank. Ranks come from line prefixes (``[rank3]:``), launcher prefixes,
 file names, and what the line itself says. Evidence files written by the live probe
 or the library hook (``*.jsonl`` evidence, per-rank report JSON) are loaded as they are.
 """
@@ -20,14 +23,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from diagnose.evidence import LogLine, Provenance, parse_evidence
-from diagnose.probes import artifacts
-from diagnose.probes.files import OpenedBuffer, Skip, open_buffer, total_size, walk
+from diagnose.probes.artifacts import PRODUCES
+from diagnose.probes.files import BINARY_PROBE, Skip, Source, looks_binary, open_source, total_size, walk
 from diagnose.probes.logs import flight_recorder
+from diagnose.probes.logs.content import VIEW_BYTES, FileView, content_parsers, run_parsers
+from diagnose.probes.logs.scan_normalize import strip_ansi
 from diagnose.probes.logs.scanner import Scanner
 from diagnose.probes.logs.signatures import SignatureSet, load_signatures
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
 PARALLEL_BYTES = 48 << 20  # below this, a process pool costs more than it saves
+MAX_EVIDENCE_FILE = 256 << 20  # evidence and error files are read whole: bounded
 
 
 @dataclass
@@ -84,157 +90,270 @@ def _first_rank(matches: Iterable[re.Match[str] | None]) -> int | None:
     return next((int(m.group("rank")) for m in matches if m), None)
 
 
+MAX_QUOTED_PER_SIGNATURE = 200  # hit lines kept per signature and file beyond the first of each rank
 _WORKER_SCANNER: Scanner | None = None  # set before forking: workers inherit the compiled database
+_WORKER_PARSERS: list[Any] = []
+_DUMP_SLOT: Any = None  # one flight-recorder dump decoded at a time across all workers (memory bound)
 
 
-def _scan_in_worker(path: str) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
+@dataclass
+class FileResult:
+    """What one file gave: evidence records (files of evidence first, then log lines, then parsers')."""
+
+    loaded: list[Any] = field(default_factory=list)    # evidence files, error files, dumps
+    records: list[Any] = field(default_factory=list)   # log lines
+    parsed: list[Any] = field(default_factory=list)    # content parsers' evidence
+    skipped: list[Skip] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    scanned: bool = False
+
+
+def _scan_in_worker(path: str) -> FileResult:
     if _WORKER_SCANNER is None:
         raise RuntimeError("scan worker started without a scanner")
-    return _scan_one(path, _WORKER_SCANNER)
+    return read_one(path, _WORKER_SCANNER, _WORKER_PARSERS)
 
 
-def _scan_one(path: str, scanner: Scanner) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
-    opened = open_buffer(Path(path))
-    if isinstance(opened, Skip):
-        return [], [opened], []
+def read_one(path: str, scanner: Scanner, parsers: list[Any]) -> FileResult:
+    """Open ``path`` once and get everything from that one read: it is an evidence file, a
+    torchelastic error file, a flight-recorder dump, or a log (scanned, then shown to the parsers)."""
+    source = open_source(Path(path), text_only=False)
+    if isinstance(source, Skip):
+        return FileResult(skipped=[source])
     try:
-        return _records(path, scanner, opened)
+        return _read_source(path, source, scanner, parsers)
+    except MemoryError:
+        return FileResult(skipped=[Skip(path, "not enough memory to read it")])
     finally:
-        opened.close()
+        source.close()
 
 
-def _records(path: str, scanner: Scanner, opened: OpenedBuffer) -> tuple[list[dict[str, Any]], list[Skip], list[str]]:
-    result = scanner.scan_buffer(opened.data)
+def _read_source(path: str, source: Source, scanner: Scanner, parsers: list[Any]) -> FileResult:
+    p = Path(path)
+    head = source.head
+    if not source.compressed and _is_evidence_file(p, head):
+        return _load_evidence_file(path, source)
+    if not source.compressed and _is_error_file(p, head):
+        return _load_error_file(path, source)
+    if not source.compressed and flight_recorder.looks_like_dump_head(head):
+        return _load_dump(path, source)
+    if looks_binary(head[:BINARY_PROBE]):
+        return FileResult(skipped=[Skip(path, "binary file (after decompression)" if source.compressed
+                                        else "binary file")])
+    return _scan_log(path, source, scanner, parsers)
+
+
+def _scan_log(path: str, source: Source, scanner: Scanner, parsers: list[Any]) -> FileResult:
+    out = FileResult(scanned=True)
     file_rank = rank_from_path(path)
-    records = []
-    for hit in result.hits:
+    kept: dict[str, int] = {}
+    ranks_kept: set[tuple[str, int | None]] = set()
+    dropped: dict[str, int] = {}
+    view: list[bytes] = []
+    viewed = 0
+
+    def blocks() -> Iterable[bytes]:
+        nonlocal viewed
+        for block in source.blocks():
+            if viewed <= VIEW_BYTES:
+                view.append(block[:VIEW_BYTES + 1 - viewed])
+                viewed += len(view[-1])
+            yield block
+
+    seen: list[Any] = []
+
+    def hits() -> Iterable[Any]:
+        for hit in scanner.scan_blocks(blocks()):
+            seen.append(hit)
+            yield hit
+        if viewed <= VIEW_BYTES:  # a small file: lines a terminal wrapped are read joined too
+            yield from scanner.scan_joins(strip_ansi(b"".join(view)), seen)
+
+    for hit in hits():
         rank = rank_from_line(hit.text)
         fields = dict(hit.fields)
         if rank is None:
             rank = fields.get("rank") if isinstance(fields.get("rank"), int) else file_rank
-        records.append({
+        n = kept.get(hit.signature, 0)
+        if n >= MAX_QUOTED_PER_SIGNATURE and (hit.signature, rank) in ranks_kept:
+            dropped[hit.signature] = dropped.get(hit.signature, 0) + 1
+            continue
+        kept[hit.signature] = n + 1
+        ranks_kept.add((hit.signature, rank))
+        out.records.append({
             "kind": "log_line", "signature": hit.signature, "rank": rank, "fields": fields,
             "text": hit.text[:2000], "provenance": {"probe": "logs", "source": path, "line": hit.line_no},
             "time": time_from_line(hit.text),
         })
-    notes = [f"{path}: {opened.note}"] if opened.note else []
-    notes += [f"{path}: {n} more '{sig}' lines not kept" for sig, n in result.dropped.items()]
-    found, artifact_notes = artifacts.records(path, opened.data, file_rank)  # launch/config/system/metric artifacts
-    return records + found, [], notes + artifact_notes
+    if source.note:
+        out.notes.append(f"{path}: {source.note}")
+    out.notes += [f"{path}: {n} more '{sig}' lines not kept (the first of every rank is)"
+                  for sig, n in dropped.items()]
+    if parsers:
+        data = b"".join(view)
+        complete = viewed <= VIEW_BYTES
+        fv = FileView(path=path, data=data[:VIEW_BYTES], complete=complete, size=source.total,
+                      signatures=frozenset(kept), rank=file_rank)
+        got = run_parsers(fv, parsers)
+        out.parsed.extend(got.evidence)
+        out.notes.extend(got.notes)
+    return out
+
+
+def _load_dump(path: str, source: Source) -> FileResult:
+    if source.size > flight_recorder.MAX_DUMP_BYTES:
+        return FileResult(skipped=[Skip(path, f"flight-recorder dump larger than "
+                                              f"{flight_recorder.MAX_DUMP_BYTES >> 20} MiB")])
+    slot = _DUMP_SLOT
+    if slot is not None:
+        slot.acquire()
+    try:
+        data = source.read_all(flight_recorder.MAX_DUMP_BYTES)
+        if data is None:
+            return FileResult(skipped=[Skip(path, "flight-recorder dump larger than "
+                                                  f"{flight_recorder.MAX_DUMP_BYTES >> 20} MiB")])
+        dump = flight_recorder.parse_dump(data, path)
+        del data
+        if isinstance(dump, Skip):
+            return FileResult(skipped=[dump])
+        rank = rank_from_path(Path(path).name)  # the file's own name first: a folder may say "rank_1" too
+        evidence, notes = flight_recorder.safe_dump_evidence(dump, path, rank if rank is not None else
+                                                             rank_from_path(path))
+    finally:
+        if slot is not None:
+            slot.release()
+    return FileResult(loaded=evidence, notes=notes)
+
+
+def _load_error_file(path: str, source: Source) -> FileResult:
+    """A torchelastic error file (@record): the failed rank's message and full traceback."""
+    try:
+        raw = source.read_all(MAX_EVIDENCE_FILE)
+        if raw is None:
+            raise ValueError(f"larger than {MAX_EVIDENCE_FILE >> 20} MiB")
+        data = json.loads(raw.decode("utf-8", "replace"))
+        message = data["message"]
+        if isinstance(message, str):
+            text, stamp = message, None
+        else:
+            extra = message.get("extraInfo") or {}
+            text = f"{extra.get('py_callstack') or ''}\n{message.get('message') or ''}"
+            stamp = float(extra["timestamp"]) if str(extra.get("timestamp", "")).isdigit() else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        return FileResult(skipped=[Skip(path, f"invalid torchelastic error file: {str(exc)[:120]}")])
+    rank = rank_from_path(path)
+    lines = [line.model_copy(update={"time": stamp}) if stamp else line
+             for line in scan_text(str(text), source=path, rank=rank)]
+    return FileResult(loaded=lines)
+
+
+def _load_evidence_file(path: str, source: Source) -> FileResult:
+    try:
+        raw = source.read_all(MAX_EVIDENCE_FILE)
+        if raw is None:
+            raise ValueError(f"larger than {MAX_EVIDENCE_FILE >> 20} MiB")
+        text = raw.decode("utf-8")
+        if path.endswith(".jsonl"):
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            records = json.loads(text).get("evidence") or []
+        return FileResult(loaded=parse_evidence(records))
+    except Exception as exc:  # noqa: BLE001 - a bad evidence file is a skipped input
+        return FileResult(skipped=[Skip(path, f"invalid evidence file: {str(exc)[:200]}")])
 
 
 class LogProbe:
     """Reads logs, NCCL debug output, Slurm/kernel messages and evidence files."""
 
     name: ClassVar[str] = "logs"
-    produces: ClassVar[frozenset[str]] = frozenset({"log_line", "collective_state", "process_group"}) | artifacts.PRODUCES
+    produces: ClassVar[frozenset[str]] = frozenset({"log_line", "collective_state", "process_group"}) | PRODUCES
 
-    def __init__(self, signatures: SignatureSet | None = None, workers: int | None = None) -> None:
+    def __init__(self, signatures: SignatureSet | None = None, workers: int | None = None,
+                 parsers: list[Any] | None = None) -> None:
         self.signatures = signatures or log_signatures()
         self.scanner = Scanner(self.signatures)
         self.workers = workers or os.cpu_count() or 1
+        self.parsers = content_parsers() if parsers is None else parsers
 
     def applies_to(self, paths: Iterable[Path]) -> bool:
         return any(Path(p).exists() for p in paths)
 
     def collect(self, paths: Iterable[Path]) -> ProbeResult:
-        """Scan every file under ``paths``; bad input becomes a skipped entry, never an exception."""
+        """Read every file under ``paths`` once; bad input becomes a skipped entry, never an exception."""
         files, skips = walk(paths)
         out = ProbeResult(skipped=list(skips))
-        logs = []
-        for f in files:
-            if _is_evidence_file(f):
-                self._load_evidence_file(f, out)
-            elif _is_error_file(f):
-                self._load_error_file(f, out)
-            elif flight_recorder.looks_like_dump(f):
-                self._load_dump(f, out)
-            else:
-                logs.append(str(f))
-        records: list[dict[str, Any]] = []
-        for (recs, skipped, notes), name in zip(self._scan_all(logs), logs, strict=True):
-            if not skipped:
+        names = [str(f) for f in files]
+        loaded: list[Any] = []
+        records: list[Any] = []
+        parsed: list[Any] = []
+        notes: list[str] = []
+        for res, name in zip(self._read_all(names), names, strict=True):
+            if res.scanned:
                 out.scanned.append(name)
-            records.extend(recs)
-            out.skipped.extend(skipped)
-            out.notes.extend(notes)
+            loaded.extend(res.loaded)
+            records.extend(res.records)
+            parsed.extend(res.parsed)
+            out.skipped.extend(res.skipped)
+            notes.extend(res.notes)
+        out.evidence.extend(loaded)
         out.evidence.extend(parse_evidence(records))
+        out.evidence.extend(p for p in parsed if not isinstance(p, dict))  # content parsers: models or records
+        out.evidence.extend(parse_evidence([p for p in parsed if isinstance(p, dict)]))
+        out.notes.extend(_merge_notes(notes))
         return out
 
-    def _scan_all(self, logs: list[str]) -> Iterable[tuple[list[dict[str, Any]], list[Skip], list[str]]]:
-        if self.workers > 1 and len(logs) > 1 and total_size(Path(p) for p in logs) > PARALLEL_BYTES:
-            import multiprocessing
+    def _read_all(self, names: list[str]) -> Iterable[FileResult]:
+        if self.workers > 1 and len(names) > 1 and total_size(Path(p) for p in names) > PARALLEL_BYTES:
+            import multiprocessing  # in-function: only big inputs pay for the pool
 
-            global _WORKER_SCANNER
+            global _WORKER_SCANNER, _WORKER_PARSERS, _DUMP_SLOT
             self.scanner.prepare()  # compile (or load) once in the parent; forked workers share it
-            _WORKER_SCANNER = self.scanner
+            _WORKER_SCANNER, _WORKER_PARSERS = self.scanner, self.parsers
             ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
-                yield from pool.map(_scan_in_worker, logs, chunksize=max(1, len(logs) // (self.workers * 8)))
+            _DUMP_SLOT = ctx.BoundedSemaphore(1)
+            try:
+                with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+                    yield from pool.map(_scan_in_worker, names, chunksize=max(1, len(names) // (self.workers * 8)))
+            finally:
+                _DUMP_SLOT = None
         else:
-            for path in logs:
-                yield _scan_one(path, self.scanner)
+            for path in names:
+                yield read_one(path, self.scanner, self.parsers)
 
-    def _load_dump(self, path: Path, out: ProbeResult) -> None:
-        dump = flight_recorder.read_dump(path)
-        if isinstance(dump, Skip):
-            out.skipped.append(dump)
+
+def _merge_notes(notes: list[str]) -> list[str]:
+    """Per-file notes that say the same thing of several files become one note."""
+    by_text: dict[str, list[str]] = {}
+    order: list[str] = []
+    for note in notes:
+        path, sep, text = note.partition(": ")
+        key = text if sep else note
+        if key not in by_text:
+            order.append(key)
+        by_text.setdefault(key, []).append(path if sep else "")
+    out = []
+    for key in order:
+        paths = by_text[key]
+        if len(paths) > 2 and all(paths):
+            out.append(f"{len(paths)} files (e.g. {paths[0]}): {key}")
         else:
-            out.evidence.extend(flight_recorder.dump_evidence(dump, str(path), rank_from_path(str(path))))
-
-    def _load_error_file(self, path: Path, out: ProbeResult) -> None:
-        """A torchelastic error file (@record): the failed rank's message and full traceback."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-            message = data["message"]
-            if isinstance(message, str):
-                text, stamp = message, None
-            else:
-                extra = message.get("extraInfo") or {}
-                text = f"{extra.get('py_callstack') or ''}\n{message.get('message') or ''}"
-                stamp = float(extra["timestamp"]) if str(extra.get("timestamp", "")).isdigit() else None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            out.skipped.append(Skip(str(path), f"invalid torchelastic error file: {str(exc)[:120]}"))
-            return
-        rank = rank_from_path(str(path))
-        for line in scan_text(text, source=str(path), rank=rank):
-            out.evidence.append(line.model_copy(update={"time": stamp}) if stamp else line)
-
-    def _load_evidence_file(self, path: Path, out: ProbeResult) -> None:
-        try:
-            text = path.read_text(encoding="utf-8")
-            if path.suffix == ".jsonl":
-                records = [json.loads(line) for line in text.splitlines() if line.strip()]
-            else:
-                records = json.loads(text).get("evidence") or []
-            out.evidence.extend(parse_evidence(records))
-        except Exception as exc:  # noqa: BLE001 - a bad evidence file is a skipped input
-            out.skipped.append(Skip(str(path), f"invalid evidence file: {str(exc)[:200]}"))
+            out.extend(f"{p}: {key}" if p else key for p in paths)
+    return out
 
 
-def _is_error_file(path: Path) -> bool:
+def _is_error_file(path: Path, head: bytes) -> bool:
     """A torchelastic error file: error.json, or JSON with the py_callstack that @record writes."""
     if path.suffix != ".json":
         return False
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
+    head = head[:4096]
     return b'"message"' in head and (b'"py_callstack"' in head or path.name == "error.json")
 
 
-def _is_evidence_file(path: Path) -> bool:
+def _is_evidence_file(path: Path, head: bytes) -> bool:
     """Evidence saved by the live probe (evidence.jsonl) or per-rank hook reports (rank-N.json)."""
     if path.name.endswith("evidence.jsonl"):
         return True
-    if path.suffix == ".json" and path.name.startswith("rank-"):
-        try:
-            with path.open("rb") as fh:
-                return b'"diagnose.report/' in fh.read(4096)
-        except OSError:
-            return False
-    return False
+    return path.suffix == ".json" and path.name.startswith("rank-") and b'"diagnose.report/' in head[:4096]
 
 
 def scan_text(text: str, source: str = "<text>", rank: int | None = None) -> list[LogLine]:
@@ -249,7 +368,7 @@ def scan_text(text: str, source: str = "<text>", rank: int | None = None) -> lis
     return out
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def log_signatures(rule_dirs: tuple[str, ...] = ()) -> SignatureSet:
     """Signatures the log scan uses (step-time lines are parsed by the step-time probe instead), with
     those of each site rule folder's ``signatures/``."""

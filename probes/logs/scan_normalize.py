@@ -32,6 +32,13 @@ class Normalized:
         return line_no - bisect_right(self.added_breaks, offset - 1)
 
 
+def strip_ansi(data: bytes) -> bytes:
+    """``data`` without ANSI colour and cursor codes (line breaks untouched); clean data is not copied."""
+    if b"\x1b" not in data:
+        return data
+    return _ANSI.sub(b"", data).replace(b"\x1b", b"")
+
+
 def needs_normalizing(buf: Any) -> bool:
     """Whether the buffer holds an ESC or a CR (bytes and mmap both have a C-speed find)."""
     return buf.find(b"\x1b") >= 0 or buf.find(b"\r") >= 0

@@ -1,4 +1,4 @@
-"""Multi-pattern scanning of log buffers: Hyperscan over mmapped files, Python ``re`` as fallback.
+"""Multi-pattern scanning of log text streamed in blocks: Hyperscan, Python ``re`` as fallback.
 
 The scan only finds candidate lines (signature id, end offset); fields are
 extracted with each signature's own regex on the hit lines alone.
@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from diagnose.probes.logs.scan_normalize import Normalized, needs_normalizing, normalize, wrapped_joins
+from diagnose.probes.logs.scan_normalize import strip_ansi, wrapped_joins
 from diagnose.probes.logs.signatures import Signature, SignatureSet
 
 MAX_LINE = 4096          # bytes of a hit line kept as evidence text
-MAX_HITS_PER_SIGNATURE = 200
 TRACEBACK_LOOKBACK = 24_000
+LONG_LINE = 32 << 20     # a line longer than this is scanned in pieces that overlap by OVERLAP
+OVERLAP = 64 << 10       # (a match longer than this across a piece boundary is not seen)
+CONTEXT = max(TRACEBACK_LOOKBACK, MAX_LINE)  # bytes kept before the scan point
 _WRITER = re.compile(r"(?:\([^)]*\) )?\[(?:rank|default)\d+\]:|\d+: ")  # who wrote an interleaved line
 _TRACEBACK_START = "Traceback (most recent call last)"
 _CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
@@ -45,7 +48,6 @@ class BufferScan:
     """What a scan of one buffer found."""
 
     hits: list[Hit] = field(default_factory=list)
-    dropped: dict[str, int] = field(default_factory=dict)
 
 
 class Scanner:
@@ -63,7 +65,9 @@ class Scanner:
     def _hs_db(self) -> Any:
         cache = _cache_path(self.signatures.digest)
         try:
-            return hyperscan.loadb(cache.read_bytes())
+            db = hyperscan.loadb(cache.read_bytes(), hyperscan.HS_MODE_BLOCK)
+            db.scratch = hyperscan.Scratch(db)  # a loaded database comes without scratch space
+            return db
         except Exception:  # noqa: BLE001 - a missing or stale cache is rebuilt
             pass
         db = self._compile()
@@ -92,97 +96,164 @@ class Scanner:
             parts.append(f"(?:{prefix}{s.detect})" if not prefix else f"(?i:{s.detect})")
         return re.compile("|".join(parts).encode(errors="replace"), re.MULTILINE)
 
-    def candidates(self, buf: Any) -> dict[int, tuple[set[int], int]]:
-        """Map line-start offset -> (signature indexes that may match there, last match end)."""
-        found: dict[int, tuple[set[int], int]] = {}
-        if self.engine == "hyperscan" and len(buf):
-            def on_match(sig_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:
-                start = buf.rfind(b"\n", 0, end) + 1
-                ids, last = found.get(start, (set(), end))
-                ids.add(sig_id)
-                found[start] = (ids, max(last, end))
-            self._hs_db.scan(buf, match_event_handler=on_match)
-            return found
-        every = set(range(len(self.signatures)))  # the exact regexes decide on each candidate line
-        for m in self._re_any.finditer(buf):
-            end = max(m.end(), m.start() + 1)
-            found[buf.rfind(b"\n", 0, end - 1) + 1] = (every, end)
-        return found
-
     def scan_buffer(self, buf: Any) -> BufferScan:
-        """Find every signature hit in ``buf`` (bytes or mmap), with line numbers and fields.
+        """Every signature hit in ``buf`` (bytes-like), with line numbers and fields, lines a
+        terminal wrapped included."""
+        data = bytes(buf)
+        hits = list(self.scan_blocks([data]))
+        return BufferScan(hits=hits + self.scan_joins(strip_ansi(data), hits))
 
-        Clean buffers are scanned as they are; one with ANSI codes or carriage returns is
-        normalized first (line numbers stay those of the original), and lines a terminal
-        may have wrapped are also scanned joined."""
-        norm = normalize(buf) if needs_normalizing(buf) else None
-        data = norm.data if norm is not None else buf
-        result = self._scan(data, norm)
-        self._scan_joins(data, norm, result)
-        return result
-
-    def _scan_joins(self, data: Any, norm: Normalized | None, result: BufferScan) -> None:
+    def scan_joins(self, data: bytes, hits: list[Hit]) -> list[Hit]:
+        """Hits that only the soft-wrapped lines of ``data``, joined again, show (never a repeat)."""
         joins = wrapped_joins(data)
         if not joins:
-            return
-        seen = {(h.signature, h.line_no) for h in result.hits}
-        joined = b"\n".join(text for _, _, _, text in joins)
-        starts, pos = {}, 0
-        for idx, (_, _, _, text) in enumerate(joins):
-            starts[pos] = idx
-            pos += len(text) + 1
-        sigs = self.signatures.signatures
-        for start, (ids, _end) in sorted(self.candidates(joined).items()):
-            if start not in starts:
+            return []
+        seen = {(h.signature, h.line_no) for h in hits}
+        out = []
+        for hit in self.scan_blocks([b"\n".join(text for _, _, _, text in joins)]):
+            first, last, _offset, _raw = joins[hit.line_no - 1]
+            if any((hit.signature, n) in seen for n in range(first, last + 1)):
                 continue
-            first, last, offset, raw = joins[starts[start]]
-            text = raw.decode("utf-8", "replace")[:MAX_LINE]
-            line_no = norm.original_line(first, offset) if norm is not None else first
-            for sig_idx in sorted(ids):
-                sig = sigs[sig_idx]
-                if any((sig.name, n) in seen for n in range(line_no, line_no + last - first + 1)):
-                    continue
-                fields = sig.match(text)
-                if fields is None:
-                    continue
-                if sig.traceback:
-                    fields = {**fields, **_traceback_fields(data, offset)}
-                result.hits.append(Hit(sig.name, line_no, text, fields))
-        result.hits.sort(key=lambda h: h.line_no)
+            out.append(Hit(hit.signature, first, hit.text, hit.fields))
+        return out
 
-    def _scan(self, buf: Any, norm: Normalized | None) -> BufferScan:
-        result = BufferScan()
+    def scan_blocks(self, blocks: Iterable[bytes]) -> Iterator[Hit]:
+        """Every signature hit in the concatenation of ``blocks``, in order, in time and memory
+        linear in the bytes whatever the line lengths (a line longer than LONG_LINE is scanned
+        in overlapping pieces). ``\n`` and ``\r`` both end a line's text (tqdm redraws with
+        ``\r``); line numbers count ``\n``."""
+        state = _ScanState()
+        for block in blocks:
+            if block:
+                # Colour codes hide the literal cores of messages; removing them keeps every \n.
+                yield from self._feed(state, strip_ansi(block), final=False)
+        yield from self._feed(state, b"", final=True)
+
+    def _feed(self, st: _ScanState, block: bytes, final: bool) -> Iterator[Hit]:
+        st.buf = st.buf + block if st.buf else block
+        while True:
+            lo = st.scan_from - st.base
+            if final:
+                cut = accept = st.base + len(st.buf)
+            else:
+                nl = st.buf.rfind(b"\n", lo)
+                if nl >= 0:
+                    cut = accept = st.base + nl + 1
+                elif len(st.buf) - lo >= LONG_LINE:
+                    cut = st.base + len(st.buf)
+                    accept = cut - MAX_LINE  # leave room for the window after a match
+                else:
+                    return
+            if cut > st.scan_from:
+                yield from self._scan_region(st, st.scan_from, cut, accept)
+            st.accepted = max(st.accepted, accept)
+            next_from = accept if accept == cut else accept - OVERLAP
+            st.scan_from = max(next_from, st.scan_from + 1) if not final else cut
+            keep_from = max(0, min(st.scan_from, st.accepted) - CONTEXT - st.base)
+            if keep_from:
+                st.line_no_at(st.base + keep_from, st.buf, st.base)  # count the newlines about to go
+                st.buf = st.buf[keep_from:]
+                st.base += keep_from
+            if final or accept == cut:
+                return
+
+    def _scan_region(self, st: _ScanState, r0: int, r1: int, accept: int) -> Iterator[Hit]:
+        buf, base = st.buf, st.base
+        region = memoryview(buf)[r0 - base:r1 - base]
+        found: dict[int, dict[int, int]] = {}  # line start -> signature index -> first match end
+
+        def seg_start(end: int) -> int:
+            """Start of the line that holds the byte before ``end`` (amortised linear)."""
+            stop = end - 1
+            if stop > st.brk_searched:
+                a = max(st.brk_searched, base) - base
+                b = stop - base
+                brk = max(buf.rfind(b"\n", a, b), buf.rfind(b"\r", a, b))
+                if brk >= 0:
+                    st.brk = base + brk + 1
+                st.brk_searched = stop
+            return st.brk
+
+        if self.engine == "hyperscan":
+            def on_match(sig_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:
+                end += r0
+                if end <= st.accepted or end > accept:
+                    return
+                line = found.setdefault(seg_start(end), {})
+                if sig_id not in line:
+                    line[sig_id] = end
+            self._hs_db.scan(region, match_event_handler=on_match)
+        else:
+            every = range(len(self.signatures))  # the exact regexes decide on each candidate line
+            for m in self._re_any.finditer(buf, r0 - base, r1 - base):
+                end = base + max(m.end(), m.start() + 1)
+                if end <= st.accepted or end > accept:
+                    continue
+                start = seg_start(end)
+                if end - start > MAX_LINE // 2:  # a long line: each match has its own window
+                    yield from self._hits_at(st, found)
+                    found = {}
+                    yield from self._hits_at(st, {start: dict.fromkeys(every, end)})
+                elif start not in found:
+                    found[start] = dict.fromkeys(every, end)
+        yield from self._hits_at(st, found)
+
+    def _hits_at(self, st: _ScanState, found: dict[int, dict[int, int]]) -> Iterator[Hit]:
         sigs = self.signatures.signatures
-        counts: dict[str, int] = {}
-        line_no, pos = 1, 0
-        candidates = self.candidates(buf)
-        for start in sorted(candidates):
-            line_no += buf[pos:start].count(b"\n")
-            pos = start
-            ids, match_end = candidates[start]
-            text = _line_window(buf, start, match_end)
-            for sig_idx in sorted(ids):
+        buf, base = st.buf, st.base
+        for start in sorted(found):
+            line_no = st.line_no_at(start, buf, base)
+            windows: dict[int, str] = {}
+            if start != st.line_start:
+                st.line_start, st.line_sigs = start, set()
+            for sig_idx, end in sorted(found[start].items()):
                 sig = sigs[sig_idx]
-                fields = sig.match(text)
+                if sig_idx in st.line_sigs:  # one hit per signature and line (long lines span pieces)
+                    continue
+                key = end if end - start > MAX_LINE // 2 else -1
+                if key not in windows:
+                    windows[key] = _line_window(buf, base, start, end)
+                fields = sig.match(windows[key])
                 if fields is None:
                     continue
-                counts[sig.name] = counts.get(sig.name, 0) + 1
-                if counts[sig.name] > MAX_HITS_PER_SIGNATURE:
-                    result.dropped[sig.name] = result.dropped.get(sig.name, 0) + 1
-                    continue
-                if sig.traceback:
-                    fields = {**fields, **_traceback_fields(buf, start)}
-                hit_line = norm.original_line(line_no, start) if norm is not None else line_no
-                result.hits.append(Hit(sig.name, hit_line, text, fields))
-        return result
+                st.line_sigs.add(sig_idx)
+                if sig.traceback and start >= base:
+                    fields = {**fields, **_traceback_fields(buf, start - base)}
+                yield Hit(sig.name, line_no, windows[key], fields)
 
 
-def _line_window(buf: Any, start: int, match_end: int) -> str:
-    """The hit line, or on a very long line the MAX_LINE bytes around the match."""
+@dataclass
+class _ScanState:
+    """Where a streamed scan stands: the bytes kept, and absolute offsets into the whole input."""
+
+    buf: bytes = b""
+    base: int = 0            # offset of buf[0]
+    scan_from: int = 0       # next byte to scan
+    accepted: int = 0        # matches ending at or before this were already reported
+    brk: int = 0             # start of the line that holds the last searched byte
+    brk_searched: int = 0    # bytes before this were searched for line breaks
+    nl_pos: int = 0          # newlines before this offset are counted in nl_count
+    nl_count: int = 0
+    line_start: int = -1     # the line whose hits are being reported, and its signatures already hit
+    line_sigs: set[int] = field(default_factory=set)
+
+    def line_no_at(self, start: int, buf: bytes, base: int) -> int:
+        """1-based line number at ``start`` (offsets only move forward; a line start before the
+        counted point has no newline after it up to there)."""
+        if start > self.nl_pos:
+            self.nl_count += buf.count(b"\n", self.nl_pos - base, start - base)
+            self.nl_pos = start
+        return self.nl_count + 1
+
+
+def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
+    """The hit line (up to its ``\n`` or ``\r``), or on a very long line the MAX_LINE bytes around the match."""
     lo = start if match_end - start <= MAX_LINE // 2 else match_end - MAX_LINE // 2
-    end = buf.find(b"\n", match_end, lo + MAX_LINE)
-    hi = end if end >= 0 else min(len(buf), lo + MAX_LINE)
-    return bytes(buf[lo:hi]).decode("utf-8", "replace").rstrip("\r")
+    lo = max(lo, base) - base
+    limit = min(len(buf), lo + MAX_LINE)
+    cut = [i for i in (buf.find(b"\n", match_end - base, limit), buf.find(b"\r", match_end - base, limit)) if i >= 0]
+    hi = min(cut) if cut else limit
+    return buf[lo:hi].decode("utf-8", "replace")
 
 
 def _cache_path(digest: str) -> Path:
@@ -190,7 +261,7 @@ def _cache_path(digest: str) -> Path:
     return Path(base) / "diagnose" / f"signatures-{digest}-{getattr(hyperscan, '__version__', 'x')}.hsdb"
 
 
-def _traceback_fields(buf: Any, start: int) -> dict[str, Any]:
+def _traceback_fields(buf: bytes, start: int) -> dict[str, Any]:
     """Frames of the traceback just above a line (innermost last), from lines of the same writer only.
 
     Interleaved output of several ranks is told apart by the line prefix (``[rank1]:``, ``1: ``);

@@ -4,13 +4,12 @@
 Runs only with DIAGNOSE_BENCH=1. pyproject's addopts disable pytest-benchmark's timing, so pass
 `--benchmark-enable` for its table; test_ratios times all methods itself (interleaved rounds,
 median, DIAGNOSE_BENCH_ROUNDS, default 3) and writes bench-ratios.json (DIAGNOSE_BENCH_OUT or basetemp).
-Bars (issue 3): the command at least as fast as grep (aim 4x faster); the scan alone within 4x of a read.
+Bars (issue 10 item 6): the command at least 2x faster than grep; the scan alone within 4x of a read.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
 import multiprocessing
 import os
 import statistics
@@ -71,18 +70,18 @@ _SCANNER = None
 
 
 def _scan_file(name: str) -> int:
-    with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        return len(_SCANNER.scan_buffer(mm).hits)
+    with open(name, "rb", buffering=0) as f:  # the probe's way: plain reads in blocks, no mmap
+        return sum(1 for _ in _SCANNER.scan_blocks(iter(lambda: f.read(8 << 20), b"")))
 
 
 def make_scan_only(workers: int = 1):
-    """The project's scanner alone (Scanner.scan_buffer over each mmapped file, fields included), on
+    """The project's scanner alone (Scanner.scan_blocks over each file read in blocks, fields included), on
     `workers` forked processes; the database is compiled before timing."""
     global _SCANNER
     from diagnose.probes.logs.scanner import Scanner
 
     _SCANNER = Scanner(_scan_signatures())
-    _SCANNER.candidates(b"warm-up: compile the database\n")
+    _SCANNER.prepare()
     if workers == 1:
         return lambda files: sum(map(_scan_file, files))
     ctx = multiprocessing.get_context("fork")
@@ -178,5 +177,5 @@ def test_ratios(corpus, tmp_path_factory) -> None:
     dest = Path(os.environ.get("DIAGNOSE_BENCH_OUT") or tmp_path_factory.getbasetemp()) / "bench-ratios.json"
     dest.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
-    assert med["diagnose_cli"] <= med["grep_E_c"], f"diagnose slower than grep: {out}"
+    assert 2 * med["diagnose_cli"] <= med["grep_E_c"], f"diagnose not 2x faster than grep (issue 10 item 6): {out}"
     assert scan_best <= 4 * med["cat"], f"scan alone more than 4x a plain read (cat): {out}"
