@@ -130,7 +130,11 @@ class Scanner:
         yield from self._feed(state, b"", final=True)
 
     def _feed(self, st: _ScanState, block: bytes, final: bool) -> Iterator[Hit]:
-        st.buf = st.buf + block if st.buf else block
+        # A lone CR (tqdm redrawing its bar) ends a line for the patterns too: it is scanned as a LF,
+        # byte for byte, while line numbers count the original LFs (kept in `orig`).
+        scanned = block.replace(b"\r", b"\n") if b"\r" in block else block
+        st.buf = st.buf + scanned if st.buf else scanned
+        st.orig = st.orig + block if st.orig else block
         while True:
             lo = st.scan_from - st.base
             if final:
@@ -153,6 +157,7 @@ class Scanner:
             if keep_from:
                 st.line_no_at(st.base + keep_from, st.buf, st.base)  # count the newlines about to go
                 st.buf = st.buf[keep_from:]
+                st.orig = st.orig[keep_from:]
                 st.base += keep_from
             if final or accept == cut:
                 return
@@ -226,7 +231,8 @@ class Scanner:
 class _ScanState:
     """Where a streamed scan stands: the bytes kept, and absolute offsets into the whole input."""
 
-    buf: bytes = b""
+    buf: bytes = b""         # what the patterns see (CR made LF)
+    orig: bytes = b""        # the same bytes as read (line numbers count its LFs)
     base: int = 0            # offset of buf[0]
     scan_from: int = 0       # next byte to scan
     accepted: int = 0        # matches ending at or before this were already reported
@@ -241,7 +247,7 @@ class _ScanState:
         """1-based line number at ``start`` (offsets only move forward; a line start before the
         counted point has no newline after it up to there)."""
         if start > self.nl_pos:
-            self.nl_count += buf.count(b"\n", self.nl_pos - base, start - base)
+            self.nl_count += self.orig.count(b"\n", self.nl_pos - self.base, start - self.base)
             self.nl_pos = start
         return self.nl_count + 1
 
