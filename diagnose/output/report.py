@@ -70,7 +70,7 @@ class StackRef(BaseModel):
     """A culprit rank's main-thread stack, innermost frame first ('func (file:line)', as py-spy prints)."""
 
     rank: int
-    pid: int | None = None
+    pid: int | str | None = Field(None, description="process id (a placeholder under --redact)")
     thread: str | None = None
     frames: list[str] = Field(default_factory=list)
 
