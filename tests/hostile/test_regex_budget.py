@@ -14,7 +14,7 @@ import pytest
 CHILD = Path(__file__).with_name("regex_budget_child.py")
 FACTOR = 5000       # a linear pattern costs at most ~2,000x the trivial one here; quadratic ones 100,000x+
 FLOOR_S = 1.0
-TOTAL_S = 900
+TOTAL_S = 1800  # 1,037 signatures x 10 adversarial lines on the slow path: minutes, not seconds
 
 
 @pytest.mark.slow
