@@ -105,7 +105,7 @@ class Scanner:
 
     def scan_joins(self, data: bytes, hits: list[Hit]) -> list[Hit]:
         """Hits that only the soft-wrapped lines of ``data``, joined again, show (never a repeat)."""
-        joins = wrapped_joins(data)
+        joins = wrapped_joins(data.replace(b"\r\n", b"\n") if b"\r" in data else data)  # CRLF ends a line
         if not joins:
             return []
         seen = {(h.signature, h.line_no) for h in hits}
