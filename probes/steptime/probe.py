@@ -15,12 +15,8 @@ from typing import Any
 
 from diagnose.evidence import Provenance, StepMetric
 from diagnose.probes.logs.probe import rank_from_line, rank_from_path
+from diagnose.probes.steptime.scan_steps import step_database
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
-
-try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback
-    import hyperscan  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - exercised where the wheel is missing
-    hyperscan = None
 
 __all__ = ["parse_step_lines", "run_label"]
 
@@ -75,7 +71,7 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
 
 def _detect(text: str, spec: StepSpec) -> list[int]:
     """Indexes of the signatures whose ``detect`` hits the line (one Hyperscan pass when available)."""
-    db = _hs_db(spec)
+    db = step_database(spec, "SINGLEMATCH")
     if db is None:
         if not spec.gate.search(text):
             return []
@@ -85,20 +81,6 @@ def _detect(text: str, spec: StepSpec) -> list[int]:
     return sorted(hits)
 
 
-_DBS: dict[int, Any] = {}
-
-
-def _hs_db(spec: StepSpec) -> Any:
-    if hyperscan is None:
-        return None
-    if id(spec) not in _DBS:
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        flags = [hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0)
-                 for s in spec.signatures]
-        db.compile(expressions=[s.detect.encode() for s in spec.signatures],
-                   ids=list(range(len(spec.signatures))), elements=len(spec.signatures), flags=flags)
-        _DBS[id(spec)] = db
-    return _DBS[id(spec)]
 
 
 def _fields(text: str, spec: StepSpec, hit: list[int]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - exercised where the wheel is missing
 
 TABLE_ROW = r"^[ \t]*\|"
 _TABLE_ROW = re.compile(TABLE_ROW.encode(), re.MULTILINE)
-_DBS: dict[int, Any] = {}
+_DBS: dict[tuple[int, str], Any] = {}
 
 
 def step_candidate_lines(data: bytes, spec: StepSpec) -> list[tuple[int, str]]:
@@ -48,7 +48,7 @@ def _hit_line_starts(text: bytes, spec: StepSpec) -> set[int]:
             last[0] = end - 1
         return max(last[1], 0)
 
-    db = _hs_db(spec)
+    db = step_database(spec, "MULTILINE")
     if db is None:
         for m in spec.gate.finditer(text.decode("latin-1")):
             starts.add(start_of(max(m.end(), m.start() + 1)))
@@ -60,14 +60,17 @@ def _hit_line_starts(text: bytes, spec: StepSpec) -> set[int]:
     return starts
 
 
-def _hs_db(spec: StepSpec) -> Any:
+def step_database(spec: StepSpec, flag: str) -> Any:
+    """The step-time signatures compiled once per spec and Hyperscan flag (``MULTILINE`` to find the
+    candidate lines of a file, ``SINGLEMATCH`` to test one line); None without hyperscan."""
     if hyperscan is None:
         return None
-    if id(spec) not in _DBS:
+    key = (id(spec), flag)
+    if key not in _DBS:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        flags = [hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0)
-                 for s in spec.signatures]
+        base = getattr(hyperscan, f"HS_FLAG_{flag}")
+        flags = [base | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0) for s in spec.signatures]
         db.compile(expressions=[s.detect.encode() for s in spec.signatures],
                    ids=list(range(len(spec.signatures))), elements=len(spec.signatures), flags=flags)
-        _DBS[id(spec)] = db
-    return _DBS[id(spec)]
+        _DBS[key] = db
+    return _DBS[key]
