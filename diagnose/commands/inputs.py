@@ -85,6 +85,10 @@ class Inputs:
         for key in ("USER", "LOGNAME", "SLURM_JOB_USER"):
             if env.get(key):
                 redactor.learn("user", env[key])
+        job = getattr(self.args, "job", None)
+        if isinstance(job, str) and job:  # hang --job: a Slurm job id, torchrun run id or pid, kind: prefix optional
+            kind, _, value = job.rpartition(":")
+            redactor.learn("pid" if kind == "pid" else "job", value or job)
         host = socket.gethostname()
         if host:
             redactor.learn("host", host)

@@ -348,13 +348,16 @@ class Redactor:
 
     def _r_lit(self, m: re.Match[str]) -> str:
         out = self._literals[m.group("lt")]
-        sfx, port = m.group("lsfx") or "", m.group("lport")
+        sfx, port, angled = m.group("lsfx") or "", m.group("lport"), m.group("laport")
         is_host = out.startswith("node-")
+        is_address = is_host or out.startswith("<ip-")
         if sfx and not (is_host and sfx.rsplit(".", 1)[-1].lower() not in P.FILE_EXTS):
             out += sfx
         out += m.group("lbr") or ""
         if port:
-            out += ":" + (self.placeholder("port", port) if is_host else port)
+            out += ":" + (self.placeholder("port", port) if is_address else port)
+        elif angled:  # NCCL's address<port>
+            out += self.placeholder("port", angled) if is_address else f"<{angled}>"
         return out
 
     def _r_fqdn(self, m: re.Match[str]) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
+from diagnose.probes.logs.regex_lint import unbounded_lead
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
 # owner/repo:path/in/repo, optionally @versions (e.g. @2.1-2.13), or a documentation URL.
@@ -87,9 +88,13 @@ class Signature(BaseModel):
     @model_validator(mode="after")
     def _compiles(self) -> Signature:
         # Compiled once, with the flags the matcher uses, and kept: validation is the first use.
-        _compiled(self.detect, self.flags)
-        if self.extract is not None:
-            _compiled(self.extract, self.flags)
+        for label, pattern in (("detect", self.detect), ("extract", self.extract)):
+            if pattern is None:
+                continue
+            _compiled(pattern, self.flags)
+            problem = unbounded_lead(pattern, self.flags)
+            if problem:
+                raise ValueError(f"{label} {problem}")
         return self
 
     @property

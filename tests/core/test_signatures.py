@@ -35,3 +35,38 @@ def test_both_scan_engines_find_every_example(engine):
         text = "noise line\n" + sig.examples[0].line + "\nmore noise\n"
         hits = scanner.scan_buffer(text.encode())
         assert any(h.signature == sig.name and h.line_no == 2 for h in hits.hits), (engine, sig.name)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "quadratic"),
+    [
+        (r"\S+\[\d+\]: segfault", True),
+        (r"(?P<n>\d+) bytes", True),
+        (r"(?:\w+ : invalid|reduction \d+)", True),
+        (r".*?last completed", True),
+        (r"\S{1,256}\[\d+\]: segfault", False),
+        (r"^\S+ bytes", False),
+        (r"Killed process \d+", False),
+        (r"(?:GPU \d+; )?[\d.]{1,24} GiB", False),
+    ],
+)
+def test_unbounded_opening_repeats_are_found(pattern, quadratic):
+    from diagnose.probes.logs.regex_lint import unbounded_lead
+
+    assert (unbounded_lead(pattern) is not None) is quadratic
+
+
+def test_a_signature_opening_with_an_unbounded_repeat_is_refused_with_the_fix(tmp_path):
+    from diagnose.errors import RuleSetError
+
+    (tmp_path / "bad.yaml").write_text(
+        "signatures:\n"
+        "  - name: bad_segv\n    component: kernel\n    description: x\n"
+        "    detect: '\\S+\\[\\d+\\]: segfault at'\n"
+        "    examples: [{line: 'python[12]: segfault at 0'}]\n"
+        "    counter_examples: ['segfault']\n"
+    )
+    with pytest.raises(RuleSetError) as err:
+        load_signatures([tmp_path])
+    text = str(err.value)
+    assert "bad.yaml" in text and "unbounded repeat" in text and "\\S{1,256}" in text
