@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_DECOMPRESSED = 2 << 30   # 2 GiB of text from one compressed file (streamed: never held whole)
+
+def _decompressed_cap() -> int:
+    """Bytes of text read from one compressed file: 2 GiB, or ``DIAGNOSE_MAX_DECOMPRESSED_MB``."""
+    try:
+        return max(1, int(os.environ.get("DIAGNOSE_MAX_DECOMPRESSED_MB", "2048"))) << 20
+    except ValueError:
+        return 2 << 30
+
+
+MAX_DECOMPRESSED = _decompressed_cap()  # streamed under this cap: never held whole
 BINARY_PROBE = 8192
 BLOCK = 8 << 20              # bytes per read
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
