@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from diagnose.evidence import LogLine, Provenance, parse_evidence
+from diagnose.probes import progress
 from diagnose.probes.artifacts import PRODUCES
 from diagnose.probes.files import BINARY_PROBE, Skip, Source, looks_binary, open_source, total_size, walk
 from diagnose.probes.logs import flight_recorder
@@ -287,7 +288,10 @@ class LogProbe:
         records: list[Any] = []
         parsed: list[Any] = []
         notes: list[str] = []
-        for res, name in zip(self._read_all(names), names, strict=True):
+        sizes = [_size(f) for f in files]
+        progress.begin(sum(sizes))
+        for res, name, size in zip(self._read_all(names), names, sizes, strict=True):
+            progress.advance(size)
             if res.scanned:
                 out.scanned.append(name)
             loaded.extend(res.loaded)
@@ -319,6 +323,13 @@ class LogProbe:
         else:
             for path in names:
                 yield read_one(path, self.scanner, self.parsers)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _merge_notes(notes: list[str]) -> list[str]:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,3 +172,51 @@ def test_progress_shows_only_after_a_second_and_only_on_a_terminal():
     with progress("logs", stream=pipe, delay=0.0):
         time.sleep(0.3)
     assert pipe.getvalue() == ""
+
+
+def test_progress_bar_counts_the_bytes_probes_report():
+    import time
+
+    from diagnose.output.progress import progress
+    from diagnose.probes import progress as probe_progress
+
+    term = _Terminal()
+    with progress("logs", stream=term, delay=0.0):
+        probe_progress.begin(64 << 20)
+        probe_progress.advance(32 << 20)
+        time.sleep(0.5)
+    drawn = "".join(term.parts)
+    assert "33.6/67.1 MB" in drawn, drawn[-400:]
+    probe_progress.advance(1)  # nobody listens any more: a no-op
+
+
+@pytest.mark.slow
+def test_logs_on_a_terminal_draws_a_byte_bar_on_stderr_only(tmp_path):
+    """The real command under a pseudo-terminal: stderr shows the bar, stdout stays the plain report."""
+    import contextlib
+    import threading
+
+    log = tmp_path / "rank0.log"
+    line = b"2024-05-01 10:00:00 INFO train step 100 loss 2.345 lr 1e-4 tokens 4096 throughput 1234.5\n"
+    with open(log, "wb") as fh:
+        for _ in range(24):
+            fh.write(line * ((4 << 20) // len(line)))
+        fh.write(b"[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    leader, follower = pty.openpty()
+    drawn = bytearray()
+
+    def drain() -> None:  # keep the terminal readable, or the child blocks writing to it
+        with contextlib.suppress(OSError):
+            while chunk := os.read(leader, 1 << 16):
+                drawn.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc = subprocess.run([sys.executable, "-m", "diagnose.cli", "logs", str(log), "--json"], stdout=subprocess.PIPE,
+                          stderr=follower, env=dict(os.environ, COLUMNS="120"), timeout=300)
+    os.close(follower)
+    reader.join(timeout=5)
+    os.close(leader)
+    assert proc.returncode == 0
+    assert b"diagnose logs: reading and diagnosing" in drawn and b"MB" in drawn, drawn[-400:]
+    assert b"\x1b" not in proc.stdout and proc.stdout.lstrip().startswith(b"{")
