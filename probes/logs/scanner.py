@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
+from diagnose.probes.logs import scan_cache
 from diagnose.probes.logs.scan_normalize import strip_ansi, wrapped_joins
 from diagnose.probes.logs.signatures import Signature, SignatureSet
 
@@ -63,22 +63,7 @@ class Scanner:
 
     @cached_property
     def _hs_db(self) -> Any:
-        cache = _cache_path(self.signatures.digest)
-        try:
-            db = hyperscan.loadb(cache.read_bytes(), hyperscan.HS_MODE_BLOCK)
-            db.scratch = hyperscan.Scratch(db)  # a loaded database comes without scratch space
-            return db
-        except Exception:  # noqa: BLE001 - a missing or stale cache is rebuilt
-            pass
-        db = self._compile()
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(hyperscan.dumpb(db))
-            tmp.replace(cache)
-        except OSError:
-            pass
-        return db
+        return scan_cache.hyperscan_database(f"signatures-{self.signatures.digest}", self._compile)
 
     def _compile(self) -> Any:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
@@ -260,11 +245,6 @@ def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
     cut = [i for i in (buf.find(b"\n", match_end - base, limit), buf.find(b"\r", match_end - base, limit)) if i >= 0]
     hi = min(cut) if cut else limit
     return buf[lo:hi].decode("utf-8", "replace")
-
-
-def _cache_path(digest: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "diagnose" / f"signatures-{digest}-{getattr(hyperscan, '__version__', 'x')}.hsdb"
 
 
 def _traceback_fields(buf: bytes, start: int) -> dict[str, Any]:

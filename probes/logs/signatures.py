@@ -16,9 +16,11 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
+from diagnose.probes.logs import regex_lint, scan_cache
 from diagnose.probes.logs.regex_lint import unbounded_lead
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
@@ -163,6 +165,38 @@ def load_signatures(dirs: Iterable[Path] = ()) -> SignatureSet:
 
 @lru_cache(maxsize=8)
 def _load_signatures(dirs: tuple[str, ...]) -> SignatureSet:
+    """The catalog from the cache when the files and the validating code are those that built it."""
+    name = f"catalog-{_catalog_key(dirs)}.json"
+    cached = scan_cache.read_json(name)
+    if isinstance(cached, list):
+        try:
+            return SignatureSet(_construct(item) for item in cached)
+        except (TypeError, KeyError, AttributeError):
+            pass
+    found = _validate_signatures(dirs)
+    scan_cache.write_json(name, [s.model_dump(mode="json") for s in found.signatures])
+    return found
+
+
+def _catalog_key(dirs: tuple[str, ...]) -> str:
+    """Digest of every signature file (name and bytes) and of the code that validates them."""
+    parts: list[bytes | str] = [pydantic.VERSION]
+    for code in (Path(__file__), Path(regex_lint.__file__)):
+        parts.append(code.read_bytes())
+    for directory in [builtin_signature_dir(), *dirs]:
+        for path in sorted(Path(directory).glob("*.yaml")):
+            parts += [str(path), path.read_bytes()]
+    return scan_cache.digest(parts)
+
+
+def _construct(item: dict[str, Any]) -> Signature:
+    """A signature validated by an earlier run, rebuilt without validating it again."""
+    examples = tuple(Example.model_construct(**e) for e in item["examples"])
+    return Signature.model_construct(**{**item, "examples": examples, "origin": tuple(item["origin"]),
+                                        "counter_examples": tuple(item["counter_examples"])})
+
+
+def _validate_signatures(dirs: tuple[str, ...]) -> SignatureSet:
     errors: list[RuleError] = []
     sigs: list[Signature] = []
     seen: dict[str, str] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from diagnose.probes.logs import scan_cache
 from diagnose.probes.steptime.spec import StepSpec
 
 try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback
@@ -67,10 +68,15 @@ def step_database(spec: StepSpec, flag: str) -> Any:
         return None
     key = (id(spec), flag)
     if key not in _DBS:
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         base = getattr(hyperscan, f"HS_FLAG_{flag}")
         flags = [base | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0) for s in spec.signatures]
-        db.compile(expressions=[s.detect.encode() for s in spec.signatures],
-                   ids=list(range(len(spec.signatures))), elements=len(spec.signatures), flags=flags)
-        _DBS[key] = db
+        exprs = [s.detect.encode() for s in spec.signatures]
+
+        def build() -> Any:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+            return db
+
+        name = "steps-" + scan_cache.digest([flag, *exprs, *map(str, flags)])
+        _DBS[key] = scan_cache.hyperscan_database(name, build)
     return _DBS[key]
