@@ -178,8 +178,9 @@ def _silence_stdout() -> None:
 def _refuse(args: argparse.Namespace) -> None:
     """Flags the command cannot honour are refused, never ignored."""
     cmd = args.command
-    if getattr(args, "rules", None) and cmd not in ("logs", "rules"):
-        raise UsageError(f"--rules is honoured by `diagnose logs` only, not by `diagnose {cmd}`")
+    if getattr(args, "rules", None) and (cmd == "record" or getattr(args, "local", False)):
+        where = "--local (the parent that merges the nodes runs the rules)" if cmd != "record" else "record"
+        raise UsageError(f"--rules is not used by {where}")
     if getattr(args, "markdown", False) and getattr(args, "json", False):
         raise UsageError("--json and --markdown both print to standard output: choose one")
     if getattr(args, "no_redact", False) and cmd != "record" and not getattr(args, "markdown", False):
@@ -252,26 +253,28 @@ def _run_command(args: argparse.Namespace, inputs: Any) -> Any:
     if cmd == "hang":
         from diagnose.commands.hang import run_hang  # the live probe: loaded for this command
 
-        return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native, local=args.local)
+        return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native, local=args.local,
+                        rule_dirs=args.rules)
     if cmd == "preflight":
         from diagnose.commands.preflight import run_preflight  # the host checks: loaded for this command
 
-        return run_preflight(port=args.port, nproc=args.nproc, workers=args.workers, local=args.local)
+        return run_preflight(port=args.port, nproc=args.nproc, workers=args.workers, local=args.local,
+                             rule_dirs=args.rules)
     if cmd == "checkpoint":
         _check_paths(args.paths)
         from diagnose.commands.checkpoint import run_checkpoint  # checkpoint readers: for this command
 
-        return run_checkpoint(args.paths, model=args.model)
+        return run_checkpoint(args.paths, model=args.model, rule_dirs=args.rules)
     if cmd == "scaling":
         _check_paths(args.paths)
         from diagnose.commands.scaling import run_scaling  # step-time model: for this command
 
-        return run_scaling(args.paths, symptom=args.symptom)
+        return run_scaling(args.paths, symptom=args.symptom, rule_dirs=args.rules)
     if cmd == "report":
         _check_paths([args.directory])
         from diagnose.commands.report import run_report  # the merger: for this command
 
-        return run_report(args.directory)
+        return run_report(args.directory, rule_dirs=args.rules)
     if cmd == "record":
         _check_paths(args.paths)
         from diagnose.commands.record import run_record  # the engine: for this command

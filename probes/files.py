@@ -37,6 +37,7 @@ BINARY_PROBE = 8192
 BLOCK = 8 << 20              # bytes per read
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+_TEXT_BYTES = bytes([9, 10, 13, 27, *range(32, 256)])  # tab, LF, CR, ESC and everything from space up
 
 
 @dataclass(frozen=True)
@@ -250,8 +251,8 @@ def looks_binary(head: bytes) -> bool:
         return False
     if head.count(b"\0") > len(head) // 100:
         return True
-    text_like = sum(1 for b in head if b >= 32 or b in (9, 10, 13, 27))
-    return text_like < 0.7 * len(head)
+    other = len(head.translate(None, _TEXT_BYTES))  # counted in C: a Python loop costs ~1 us a byte
+    return other > 0.3 * len(head)
 
 
 def total_size(files: Iterable[Path]) -> int:

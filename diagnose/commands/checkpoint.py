@@ -129,7 +129,7 @@ def _check_named(path: Path) -> None:
         raise ConfigError(f"permission denied: cannot read {path}")
 
 
-def run_checkpoint(paths: Sequence[Path], model: str | None = None) -> Report:
+def run_checkpoint(paths: Sequence[Path], model: str | None = None, rule_dirs: Sequence[Path] = ()) -> Report:
     """Inspect one checkpoint (or compare two, or one with the model `MODULE:FACTORY` builds).
 
     With `model`, the user's model code is imported and run (on the meta device when it
@@ -156,7 +156,7 @@ def run_checkpoint(paths: Sequence[Path], model: str | None = None) -> Report:
             infos[0], f"model {model}", diff, _mismatch_issues(diff), ("the checkpoint", "the model"))
     if extra is not None:
         evidence[-1] = extra
-    report = diagnose_evidence(evidence, notes=notes, command="checkpoint")
+    report = diagnose_evidence(evidence, notes=notes, command="checkpoint", rule_dirs=rule_dirs)
     section = checkpoint_section(infos[0])
     if len(infos) == 2:
         section["other"] = checkpoint_section(infos[1])

@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -143,13 +144,13 @@ def check_save(directory: Path) -> None:
 
 
 def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, native: bool = False,
-             local: bool = False, fanout: bool | None = None) -> Report | str:
+             local: bool = False, fanout: bool | None = None, rule_dirs: Sequence[Path] = ()) -> Report | str:
     """Probe a hung job and return the diagnosis (raises ProbeError for an unknown job).
 
     A Slurm job whose ranks run on other nodes is probed on each node through ``srun --overlap``
     (``fanout=None``: decide from Slurm's node list; True/False force it). ``local`` probes only this
     node and returns its evidence bundle (JSON text) for that fan-out to merge: the engine runs once,
-    in the parent.
+    in the parent, with the site rules of ``rule_dirs``.
     """
     from diagnose.engine import diagnose_evidence
     from diagnose.errors import ProbeError
@@ -179,4 +180,4 @@ def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, nativ
         from diagnose.probes.live import bundle
 
         return bundle.to_json(dump_evidence(evidence), [s.model_dump() for s in skipped], notes)
-    return diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes)
+    return diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes, rule_dirs=rule_dirs)

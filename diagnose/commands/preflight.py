@@ -12,7 +12,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from diagnose.evidence import HostCheck, dump_evidence, parse_evidence
@@ -23,7 +24,7 @@ _MARK = {"pass": "PASS", "fail": "FAIL", "skip": "skip"}
 
 
 def run_preflight(port: int | None = None, nproc: int | None = None, workers: int | None = None,
-                  local: bool = False) -> Report:
+                  local: bool = False, rule_dirs: Sequence[Path] = ()) -> Report:
     """Run every pre-launch check and diagnose the failures; the report lists every check in ``evidence``."""
     from diagnose.engine import diagnose_evidence
     from diagnose.probes.preflight.probe import collect
@@ -42,7 +43,8 @@ def run_preflight(port: int | None = None, nproc: int | None = None, workers: in
             checks.append(_check("versions_agree", "skip", "the srun fan-out gave no node report"))
     elif not local:
         notes.append("versions compared across nodes only inside a multi-node Slurm allocation")
-    report = diagnose_evidence(checks, command="preflight", notes=[*checklist_lines(checks), *notes])
+    report = diagnose_evidence(checks, command="preflight", notes=[*checklist_lines(checks), *notes],
+                               rule_dirs=rule_dirs)
     report.evidence = dump_evidence(checks)
     return report
 

@@ -6,6 +6,7 @@ Unlike the rest of `diagnose.hook`, this runs on the command-line side and uses 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +102,9 @@ def collect_reports(directory: Path) -> tuple[list[Any], list[Skipped], list[str
 NO_REPORT = "no hook report: the hook writes one only on an exception or a stall"
 
 
-def run_report(directory: Path) -> Report:
-    """Merge the per-rank reports under `directory` and diagnose them across ranks."""
+def run_report(directory: Path, rule_dirs: Sequence[Path] = ()) -> Report:
+    """Merge the per-rank reports under `directory` and diagnose them across ranks (with site rules)."""
     from diagnose.engine import diagnose_evidence
 
     evidence, skipped, notes = collect_reports(Path(directory))
-    return diagnose_evidence(evidence, skipped=skipped, notes=notes, command="report")
+    return diagnose_evidence(evidence, skipped=skipped, notes=notes, command="report", rule_dirs=rule_dirs)

@@ -8,6 +8,7 @@ compute_time, epoch_time, steps_per_epoch, lr, num_workers, cpu_cores, threads``
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,12 @@ _ALIASES = {
 _RECORD_KEYS = {k for names in _ALIASES.values() for k in names} | {"precision", "step_time_ms"}
 
 
-def run_scaling(paths: list[Path], symptom: str | None = None) -> Report:
+def run_scaling(paths: list[Path], symptom: str | None = None, rule_dirs: Sequence[Path] = ()) -> Report:
     """Read every path, analyze the step times and batch contract, and return the report."""
     evidence, skipped, records = collect_scaling_evidence(paths)
     notes = [] if evidence else ["no step times, profiler traces or run records found"]
-    report = diagnose_evidence(evidence, symptom=symptom, skipped=skipped, notes=notes, command="scaling")
+    report = diagnose_evidence(evidence, symptom=symptom, skipped=skipped, notes=notes, command="scaling",
+                                rule_dirs=rule_dirs)
     report.scaling = {**(report.scaling or analyze_scaling(evidence).summary), "records": records}
     return report
 

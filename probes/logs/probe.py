@@ -33,7 +33,8 @@ from diagnose.probes.logs.scanner import Scanner
 from diagnose.probes.logs.signatures import SignatureSet, load_signatures
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
-PARALLEL_BYTES = 48 << 20  # below this, a process pool costs more than it saves
+PARALLEL_BYTES = 48 << 20  # below this (and PARALLEL_FILES), a process pool costs more than it saves
+PARALLEL_FILES = 256       # many small rank logs: the cost is per file and per hit, not per byte
 MAX_EVIDENCE_FILE = 256 << 20  # evidence and error files are read whole: bounded
 
 
@@ -307,7 +308,8 @@ class LogProbe:
         return out
 
     def _read_all(self, names: list[str]) -> Iterable[FileResult]:
-        if self.workers > 1 and len(names) > 1 and total_size(Path(p) for p in names) > PARALLEL_BYTES:
+        if self.workers > 1 and len(names) > 1 and (len(names) >= PARALLEL_FILES
+                                                    or total_size(Path(p) for p in names) > PARALLEL_BYTES):
             import multiprocessing  # in-function: only big inputs pay for the pool
 
             global _WORKER_SCANNER, _WORKER_PARSERS, _DUMP_SLOT

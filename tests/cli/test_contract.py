@@ -74,7 +74,7 @@ def test_standard_input_is_read_and_named(tmp_path):
 
 @pytest.mark.parametrize("args, words", [
     (["logs", str(EXAMPLE), "--json", "--markdown"], "choose one"),
-    (["checkpoint", str(EXAMPLE / "console.log"), "--rules", "/tmp"], "--rules"),
+    (["hang", "--job", "1", "--local", "--rules", "/tmp"], "--rules is not used by --local"),
     (["logs", str(EXAMPLE), "--no-redact"], "--no-redact"),
     (["logs"], "PATH"),
     (["record", str(EXAMPLE), "--json"], "unrecognized arguments: --json"),

@@ -115,3 +115,18 @@ cases:
     ev = subprocess.run([sys.executable, "-m", "diagnose", "logs", str(log), "--evidence", "--rules", str(site)],
                         capture_output=True, text=True, check=True).stdout
     assert any(json.loads(r).get("signature") == "site_scratch_quota" for r in ev.splitlines())
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for rank in (0, 2):  # hook reports: rank 2 carries the site's line, rank 0 a plain exception
+        line = "SCRATCHFS: quota exceeded for project alpha" if rank == 2 else "RuntimeError: peer closed"
+        sig = "site_scratch_quota" if rank == 2 else "python_exception"
+        ev = [{"kind": "log_line", "signature": sig, "rank": rank, "text": line,
+               "provenance": {"probe": "hook", "host": "node1", "pid": 100 + rank}}]
+        (reports / f"rank-{rank}.json").write_text(json.dumps({"rank": rank, "attempt": 0, "evidence": ev}))
+    merged = subprocess.run([sys.executable, "-m", "diagnose", "report", str(reports), "--json", "--rules", str(site)],
+                            capture_output=True, text=True, check=True).stdout
+    top = json.loads(merged)["causes"][0]
+    assert (top["id"], top["ranks"], top["rules"][0]) == ("filesystem", [2], "site-scratch-quota")
+    plain = subprocess.run([sys.executable, "-m", "diagnose", "report", str(reports), "--json"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "site-scratch-quota" not in plain

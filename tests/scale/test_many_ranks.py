@@ -1,5 +1,5 @@
 """Many ranks: one rank's CUDA OOM among 4,095 watchdog timeouts; the top cause must name that one rank
-(not the victims, not torchrun's Root Cause) in under 5 seconds, start-up included."""
+(not the victims, not torchrun's Root Cause); the wall time, start-up included, is the benchmark's."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 def run_diagnose(path: Path) -> tuple[dict, float]:
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "diagnose", "logs", str(path), "--json"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)  # a bound, not a benchmark
     wall = time.perf_counter() - start
     assert proc.returncode == 0, f"diagnose exited {proc.returncode}: {proc.stderr[-2000:]}"
     return json.loads(proc.stdout), wall
