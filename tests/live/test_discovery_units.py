@@ -68,3 +68,37 @@ def test_exit_after_reads_the_block_from_the_source(tmp_path) -> None:
     assert flow.exit_after(str(src), 6) is None
     assert flow.exit_after(str(src), 9) == 11  # the return comes after the all_reduce on line 10
     assert flow.exit_after(str(tmp_path / "gone.py"), 4) is None
+
+
+def test_master_port_connections_come_from_one_read_of_the_tcp_table() -> None:
+    """A real listener (rank 0, the store) and a real client (rank 1) on a loopback port, counted per pid."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from diagnose.probes.live.discovery import ProcInfo
+    from diagnose.probes.live.procstate import master_connections_of
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = subprocess.Popen([sys.executable, "-c", "import socket,sys,time; s=socket.create_connection(('127.0.0.1',"
+                               f"{port})); sys.stdout.write('up\\n'); sys.stdout.flush(); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout.readline() == "up\n"
+        conn, _ = server.accept()
+        env = {"MASTER_PORT": str(port)}
+        ranks = [ProcInfo(pid=os.getpid(), ppid=1, cmdline="store", env=env, rank=0),
+                 ProcInfo(pid=client.pid, ppid=1, cmdline="rank1", env=env, rank=1),
+                 ProcInfo(pid=client.pid + 10**6, ppid=1, cmdline="gone", env={}, rank=2)]
+        counts = master_connections_of(ranks)
+        assert counts[os.getpid()] == 2  # the listening socket and the accepted connection
+        assert counts[client.pid] == 1
+        assert client.pid + 10**6 not in counts  # no MASTER_PORT: nothing to count
+        conn.close()
+    finally:
+        client.kill()
+        server.close()
