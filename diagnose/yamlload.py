@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+import diagnose.cache as cache
 from diagnose.errors import RuleError, RuleLocation
 
 LinePath = tuple[Any, ...]
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it
+_CODE = f"yamlload-1 {yaml.__version__}"  # bump when the parse or the line map changes
 
 
 def builtin_rules_dir() -> Path:
@@ -20,9 +23,29 @@ def builtin_rules_dir() -> Path:
 
 
 def load_yaml_with_lines(path: Path) -> tuple[Any, dict[LinePath, int]]:
-    """Parse ``path``; return the data and a map from key paths to 1-based lines."""
+    """Parse ``path``; return the data and a map from key paths to 1-based lines.
+
+    A file parsed before is read from the cache (JSON, keyed by its bytes), where JSON holds it exactly."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RuleError(f"cannot read: {exc}", RuleLocation(str(path))) from None
+    name = f"yaml-{cache.digest([_CODE, raw])}.json"
+    found = cache.read_json(name)
+    if isinstance(found, dict) and "doc" in found and isinstance(found.get("lines"), list):
+        return found["doc"], {tuple(key): line for key, line in found["lines"]}
+    data, lines = _parse(path, raw)
+    try:
+        if json.loads(json.dumps(data)) == data:  # plain data only (no dates, no non-string keys)
+            cache.write_json(name, {"doc": data, "lines": [[list(k), v] for k, v in lines.items()]})
+    except (TypeError, ValueError):
+        pass
+    return data, lines
+
+
+def _parse(path: Path, raw: bytes) -> tuple[Any, dict[LinePath, int]]:
+    try:
+        text = raw.decode("utf-8")
         loader = _Loader(text)
         try:
             node = loader.get_single_node()
@@ -33,7 +56,7 @@ def load_yaml_with_lines(path: Path) -> tuple[Any, dict[LinePath, int]]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise RuleError(f"invalid YAML: {getattr(exc, 'problem', exc)}", RuleLocation(str(path), line)) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise RuleError(f"cannot read: {exc}", RuleLocation(str(path))) from None
     lines: dict[LinePath, int] = {}
     if node is not None:

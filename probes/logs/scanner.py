@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from diagnose.probes.logs import scan_cache
+import diagnose.cache as scan_cache
 from diagnose.probes.logs.scan_normalize import strip_ansi, wrapped_joins
 from diagnose.probes.logs.signatures import Signature, SignatureSet
 

@@ -19,8 +19,9 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+import diagnose.cache as scan_cache
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
-from diagnose.probes.logs import regex_lint, scan_cache
+from diagnose.probes.logs import regex_lint
 from diagnose.probes.logs.regex_lint import unbounded_lead
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 

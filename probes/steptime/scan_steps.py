@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from diagnose.probes.logs import scan_cache
+import diagnose.cache as scan_cache
 from diagnose.probes.steptime.spec import StepSpec
 
 try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback

@@ -1,9 +1,9 @@
 """What one run builds and the next can reuse, kept under the user's cache folder: compiled Hyperscan
-databases and the validated signature catalog, each keyed by a digest of everything that built it.
+databases, the validated signature catalog and parsed YAML, each keyed by a digest of what built it.
 
 A missing, stale, unreadable or corrupt entry is rebuilt; a folder that cannot be written only costs the
 rebuild next time. Entries are written to a temporary name and renamed, so concurrent runs never read a
-half-written one. Nothing here is pickled: databases are Hyperscan's own serialisation, catalogs JSON."""
+half-written one. Nothing here is pickled: databases are Hyperscan's own serialisation, the rest JSON."""
 
 from __future__ import annotations
 
