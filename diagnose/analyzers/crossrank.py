@@ -13,6 +13,12 @@ from typing import Any
 from diagnose.evidence import CollectiveState, Provenance, RankExit
 from diagnose.ranks import SIGNAL_NAMES
 
+USES_SIGNATURES = frozenset({
+    "torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file", "torchrun_failure_traceback",
+    "torchrun_root_cause_header", "torchrun_other_failures_header", "torchrun_worker_failed",
+    "launcher_subprocess_exit", "mp_spawn_process_exit", "srun_task_exit", "nccl_watchdog_work_status",
+    "nccl_watchdog_timeout", "gloo_recv_timeout", "nccl_watchdog_native_frame",
+})
 _TABLE = ("torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file",
           "torchrun_failure_traceback", "torchrun_root_cause_header", "torchrun_other_failures_header")
 

@@ -45,8 +45,10 @@ def run_rules(action: str, rule_id: str | None, extra: list[Path], out: Path, st
 def _check(ruleset, stream: TextIO) -> int:  # noqa: ANN001
     from diagnose.authoring.fixtures import run_case
     from diagnose.graph import check_graph
+    from diagnose.probes.logs.signatures import check_declared
 
     problems = [str(e) for e in check_graph(ruleset)]
+    problems += [str(e) for e in check_declared(ruleset.signatures)]
     cases = 0
     for rule in ruleset.rules:
         test = Path(rule.source).with_name(f"{rule.id}.test.yaml")

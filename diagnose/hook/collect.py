@@ -17,6 +17,7 @@ from typing import Any
 from diagnose.hook import stacks
 
 Evidence = dict[str, Any]
+EMITS_SIGNATURES = frozenset({"hook_exception"})
 
 ENV_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
              "ROLE_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES",

@@ -72,7 +72,7 @@ def rank_env(info: ProcInfo, host: str | None) -> RankEnv:
     variables = {k: v for k, v in sorted(info.env.items()) if _KEEP.match(k)}
     version = torch_version(info.pid)
     if version:
-        variables["torch_version"] = version
+        variables["torch_version"] = version  # not a signature: a rank_env variable
     if info.rank_var:
         variables["rank_variable"] = info.rank_var
     if info.rank_source:
