@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from itertools import groupby
 from typing import Any
 
-from diagnose.evidence import CollectiveState, Provenance, RankExit
+from diagnose.evidence import CollectiveState, Provenance, RankExit, expand_ranks
 from diagnose.ranks import SIGNAL_NAMES
 
 USES_SIGNATURES = frozenset({
@@ -109,8 +109,6 @@ _SRUN_SIGNAL = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation faul
 
 def _srun_exits(lines: list[Any]) -> list[RankExit]:
     """How srun-launched tasks ended; with srun as the launcher the task id is the rank."""
-    from diagnose.evidence import expand_ranks
-
     out: dict[int, RankExit] = {}
     for e in lines:
         if e.signature != "srun_task_exit":

@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from diagnose.engine import diagnose_evidence
 from diagnose.errors import ConfigError
 from diagnose.evidence import Provenance, RankStatus
 from diagnose.hook.reportfile import REPORT_NAME
 from diagnose.output.report import Report, Skipped
 from diagnose.probes.live import merge
+from diagnose.probes.logs.probe import scan_text
 from diagnose.ranks import format_ranks
 
 MAX_REPORT_BYTES = 64 * 2**20
@@ -46,7 +48,6 @@ def _rescan(items: list[Any], rank: int, source: str) -> list[Any]:
              if i.kind == "log_line" and isinstance(i.fields.get("traceback"), str)]
     if not texts:
         return []
-    from diagnose.probes.logs.probe import scan_text
 
     return [hit for text in texts for hit in scan_text(text, source=source, rank=rank)]
 
@@ -103,7 +104,5 @@ NO_REPORT = "no hook report: the hook writes one only on an exception or a stall
 
 def run_report(directory: Path) -> Report:
     """Merge the per-rank reports under `directory` and diagnose them across ranks."""
-    from diagnose.engine import diagnose_evidence
-
     evidence, skipped, notes = collect_reports(Path(directory))
     return diagnose_evidence(evidence, skipped=skipped, notes=notes, command="report")

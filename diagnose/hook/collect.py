@@ -200,7 +200,7 @@ def host_memory(rank: int | None, requested: int | None = None) -> Evidence:
     status = _status_kib()
     limits: dict[str, int] = {}
     try:
-        import resource
+        import resource  # optional dependency: resource is POSIX-only
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft != resource.RLIM_INFINITY:

@@ -32,6 +32,7 @@ def _scan(evidence: list[dict[str, Any]], rank: int | None) -> tuple[list[dict[s
     if not texts:
         return [], None
     try:
+        # start-up: the hook imports only the standard library
         from diagnose.evidence import dump_evidence
         from diagnose.probes.logs.probe import scan_text
 
@@ -49,6 +50,7 @@ def build_report(evidence: list[dict[str, Any]], meta: dict[str, Any], use_engin
         if note:
             notes.append(note)
         try:
+            # start-up: the hook imports only the standard library
             from diagnose.engine import diagnose_evidence
             from diagnose.evidence import parse_evidence
 

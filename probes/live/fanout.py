@@ -20,6 +20,7 @@ from typing import Any
 from diagnose.evidence import Provenance, RankStatus
 from diagnose.output.report import Skipped
 from diagnose.probes.live import bundle, merge
+from diagnose.probes.logs.probe import scan_text
 
 _ACTIVE = ("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
 
@@ -100,8 +101,6 @@ def output_evidence(job: SlurmJob) -> tuple[list[Any], list[Skipped], list[str]]
 
     srun's ``N: `` labels become ``[rankN]: `` so that signatures and rank attribution see them.
     """
-    from diagnose.probes.logs.probe import scan_text
-
     evidence: list[Any] = []
     skipped: list[Skipped] = []
     notes: list[str] = []
