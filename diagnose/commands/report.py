@@ -12,7 +12,7 @@ from typing import Any
 from diagnose.engine import diagnose_evidence
 from diagnose.errors import ConfigError
 from diagnose.evidence import Provenance, RankStatus
-from diagnose.hook.reportfile import REPORT_NAME
+from diagnose.hook.reportfile import parse_report_name
 from diagnose.output.report import Report, Skipped
 from diagnose.probes.live import merge
 from diagnose.probes.logs.probe import scan_text
@@ -25,9 +25,9 @@ def find_reports(directory: Path) -> list[tuple[int, int, Path]]:
     """(rank, attempt, path) of every per-rank report under `directory`, recursively; other files ignored."""
     found = []
     for path in sorted(directory.rglob("rank-*.json")):
-        m = REPORT_NAME.match(path.name)
-        if m and path.is_file():
-            found.append((int(m.group(1)), int(m.group(2) or 0), path))
+        named = parse_report_name(path.name)
+        if named and path.is_file():
+            found.append((*named, path))
     return sorted(found)
 
 

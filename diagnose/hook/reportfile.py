@@ -9,14 +9,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 SCHEMA = "diagnose.report/1"
 PREFIX = "[diagnose]"
-REPORT_NAME = re.compile(r"^rank-(\d+)(?:\.attempt-(\d+))?\.json$")
+
+
+def parse_report_name(name: str) -> tuple[int, int] | None:
+    """(rank, attempt) of a per-rank report's file name (``rank-<R>.json``, ``rank-<R>.attempt-<A>.json``)."""
+    if not (name.startswith("rank-") and name.endswith(".json")):
+        return None
+    rank, sep, attempt = name[len("rank-"):-len(".json")].partition(".attempt-")
+    if not rank.isdecimal() or (sep and not attempt.isdecimal()):
+        return None
+    return int(rank), int(attempt or 0)
 
 
 def report_path(directory: Path, rank: int, attempt: int) -> Path:

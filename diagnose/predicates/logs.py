@@ -112,7 +112,7 @@ def collective_timed_out(ctx: Context, ops: Sequence[str] = (), max_numel: int |
 
 def _numel(state: Any) -> int | None:
     """Element count of a collective's tensor, when its shape says (``"16"`` or ``"[4, 4]"``)."""
-    digits = [int(d) for d in re.findall(r"\d+", state.shape or "")]
+    digits = [int(d) for d in re.findall(r"\d+", state.shape or "")]  # regex: the numbers of a shape
     if not digits:
         return None
     total = 1
