@@ -122,7 +122,8 @@ def output_evidence(job: SlurmJob) -> tuple[list[Any], list[Skipped], list[str]]
         except OSError as exc:
             skipped.append(Skipped(source=name, reason=f"cannot read: {exc.strerror or exc}"))
             continue
-        hits = scan_text(pattern_table("live_patterns")["srun_label"].sub(rb"[rank\1]: ", data).decode("utf-8", "replace"), source=name)
+        labelled = pattern_table("live_patterns")["srun_label"].sub(rb"[rank\1]: ", data)
+        hits = scan_text(labelled.decode("utf-8", "replace"), source=name)
         evidence += hits
         part = f"last {_TAIL >> 20} MiB of " if size > _TAIL else ""
         notes.append(f"read the job's output file ({part}{name}): {len(hits)} matching line(s)")
