@@ -288,6 +288,7 @@ EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 
 _LIST_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[Evidence])
 
+
 def _rank_range(part: str) -> tuple[int, int] | None:
     """``"3"`` or ``"2 - 5"`` as (low, high); None for anything else."""
     lo, sep, hi = part.strip().partition("-")

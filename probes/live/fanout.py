@@ -65,9 +65,7 @@ def slurm_job(job: str) -> SlurmJob | None:
     if not text:
         return None
 
-    fields: dict[str, str] = {}
-    for m in pattern_table("live_patterns")["scontrol_field"].finditer(text.splitlines()[0]):
-        fields.setdefault(m.group(1), m.group(2))
+    fields = scontrol_fields(text.splitlines()[0])
 
     def value(key: str) -> str | None:
         found = fields.get(key)
@@ -76,6 +74,14 @@ def slurm_job(job: str) -> SlurmJob | None:
     nodes = value("NodeList")
     return SlurmJob(id=ident, state=value("JobState") or "UNKNOWN", nodes=expand_hostlist(nodes) if nodes else [],
                     stdout=value("StdOut"), stderr=value("StdErr"))
+
+
+def scontrol_fields(line: str) -> dict[str, str]:
+    """``Key=value`` pairs of one ``scontrol show -o`` line (a value runs to the next `` Key=``; first wins)."""
+    fields: dict[str, str] = {}
+    for m in pattern_table("live_patterns")["scontrol_field"].finditer(line):
+        fields.setdefault(m.group(1), m.group(2))
+    return fields
 
 
 def expand_hostlist(spec: str) -> list[str]:
