@@ -14,10 +14,11 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name in ("install", "record", "watch", "step"):
-        from diagnose.hook import api
+        from diagnose.hook import api  # start-up: importing the package loads only the standard library
 
         return getattr(api, name)
     if name == "diagnose":
+        # start-up: importing the package loads only the standard library
         from diagnose.engine import diagnose_evidence
 
         return diagnose_evidence

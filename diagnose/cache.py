@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-try:  # optional: without it nothing is compiled, so nothing is cached
-    import hyperscan  # type: ignore[import-untyped]
+try:  # without it nothing is compiled, so nothing is cached
+    import hyperscan  # type: ignore[import-untyped]  # optional dependency
 except ImportError:  # pragma: no cover - exercised where the wheel is missing
     hyperscan = None
 

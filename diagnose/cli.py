@@ -35,7 +35,7 @@ EXAMPLES = {
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # stdlib; only for --version
+    from importlib.metadata import PackageNotFoundError, version  # start-up: only for --version
 
     try:
         return version("torchdist-diagnose")
@@ -44,7 +44,7 @@ def _version() -> str:
 
 
 def _symptom(value: str) -> str:
-    from diagnose.vocab import SYMPTOM_WORDS, SYMPTOMS, resolve_symptom  # a plain table: cheap to import
+    from diagnose.vocab import SYMPTOM_WORDS, SYMPTOMS, resolve_symptom  # start-up: runs while parsing
 
     if resolve_symptom(value):
         return value
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error(exc: Exception, args: argparse.Namespace) -> int:
-    from diagnose.errors import ConfigError, DiagnoseError, ProbeError, RuleSetError
+    from diagnose.errors import ConfigError, DiagnoseError, ProbeError, RuleSetError  # start-up: dataclasses
 
     if getattr(args, "debug", False):
         raise exc
@@ -200,24 +200,24 @@ def _refuse(args: argparse.Namespace) -> None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "schema":
-        from diagnose.output.report import report_schema  # pydantic: only for this command
+        from diagnose.output.report import report_schema  # start-up: pydantic, only for this command
 
         print(json.dumps(report_schema(), indent=2))
         return EXIT_OK
     if args.command == "rules":
-        from diagnose.commands.rules import run_rules  # the rule loader: only for this command
+        from diagnose.commands.rules import run_rules  # start-up: the rule loader, only for this command
 
         return run_rules(args.action, args.rule_id, args.rules, args.out, sys.stdout)
     if args.command == "completion":
-        from diagnose.output.completion import completion_script  # shtab: only for this command
+        from diagnose.output.completion import completion_script  # start-up: shtab, only for this command
 
         sys.stdout.write(completion_script(_parser(), args.shell))
         return EXIT_OK
     _refuse(args)
-    from diagnose.commands.inputs import Inputs  # reading stdin and Slurm files: only for commands
+    from diagnose.commands.inputs import Inputs  # start-up: reading stdin and Slurm files, only for commands
 
     with Inputs(args) as inputs:
-        from diagnose.output.progress import progress  # rich: after argument parsing
+        from diagnose.output.progress import progress  # start-up: rich, after argument parsing
 
         with progress(args.command):
             report = _run_command(args, inputs)
@@ -232,7 +232,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _check_paths(paths: list[Path]) -> None:
-    from diagnose.errors import ConfigError  # light module; kept with its use
+    from diagnose.errors import ConfigError  # start-up: dataclasses, after parsing
 
     for p in paths:
         if not p.exists() and not p.is_symlink():
@@ -244,41 +244,43 @@ def _run_command(args: argparse.Namespace, inputs: Any) -> Any:
     if cmd == "logs":
         _check_paths(inputs.paths)
         if args.evidence:
-            from diagnose.commands.logs import run_evidence  # the log scan: loaded for this command
+            from diagnose.commands.logs import run_evidence  # start-up: the log scan, loaded for this command
 
             return run_evidence(inputs.paths, rule_dirs=args.rules)
-        from diagnose.commands.logs import run_logs  # the engine: loaded for this command
+        from diagnose.commands.logs import run_logs  # start-up: the engine, loaded for this command
 
         return run_logs(inputs.paths, symptom=args.symptom, rule_dirs=args.rules)
     if cmd == "hang":
-        from diagnose.commands.hang import run_hang  # the live probe: loaded for this command
+        from diagnose.commands.hang import run_hang  # start-up: the live probe, loaded for this command
 
         return run_hang(args.job, timeout=args.timeout, save=args.save, native=args.native, local=args.local,
                         rule_dirs=args.rules)
     if cmd == "preflight":
-        from diagnose.commands.preflight import run_preflight  # the host checks: loaded for this command
+        # start-up: the host checks, loaded for this command
+        from diagnose.commands.preflight import run_preflight
 
         return run_preflight(port=args.port, nproc=args.nproc, workers=args.workers, local=args.local,
                              rule_dirs=args.rules)
     if cmd == "checkpoint":
         _check_paths(args.paths)
-        from diagnose.commands.checkpoint import run_checkpoint  # checkpoint readers: for this command
+        # start-up: checkpoint readers, for this command
+        from diagnose.commands.checkpoint import run_checkpoint
 
         return run_checkpoint(args.paths, model=args.model, rule_dirs=args.rules)
     if cmd == "scaling":
         _check_paths(args.paths)
-        from diagnose.commands.scaling import run_scaling  # step-time model: for this command
+        from diagnose.commands.scaling import run_scaling  # start-up: step-time model, for this command
 
         return run_scaling(args.paths, symptom=args.symptom, rule_dirs=args.rules)
     if cmd == "report":
         _check_paths([args.directory])
-        from diagnose.commands.report import run_report  # the merger: for this command
+        from diagnose.commands.report import run_report  # start-up: the merger, for this command
 
         return run_report(args.directory, rule_dirs=args.rules)
     if cmd == "record":
         _check_paths(args.paths)
-        from diagnose.commands.record import run_record  # the engine: for this command
-        from diagnose.output.redact import Redactor  # placeholders shared with what the inputs teach
+        from diagnose.commands.record import run_record  # start-up: the engine, for this command
+        from diagnose.output.redact import Redactor  # start-up: pydantic and patterns, for this command
 
         redactor = None
         if not args.no_redact:
@@ -302,7 +304,8 @@ def _exit_code(report: Any, args: argparse.Namespace) -> int:
 
 
 def _emit(report: Any, args: argparse.Namespace, inputs: Any) -> int:
-    from diagnose.output.redact import Redactor, redact_report_model  # pydantic + patterns: for output
+    # start-up: pydantic and patterns, for output
+    from diagnose.output.redact import Redactor, redact_report_model
 
     code = _exit_code(report, args)
     markdown = getattr(args, "markdown", False)
@@ -314,23 +317,24 @@ def _emit(report: Any, args: argparse.Namespace, inputs: Any) -> int:
         names = [redactor.redact(n) for n in names]
     html_error = None
     if args.html:
-        from diagnose.output.html import write_html  # only with --html
+        from diagnose.output.html import write_html  # start-up: only with --html
 
         try:
             write_html(report, args.html, inputs=names, version=_version())
         except OSError as exc:
             html_error = f"cannot write --html {args.html}: {exc.strerror or exc}"
     if markdown:
-        from diagnose.output.markdown import render_markdown  # only with --markdown
+        from diagnose.output.markdown import render_markdown  # start-up: only with --markdown
 
         sys.stdout.write(render_markdown(report, version=_version(), inputs=names))
     elif args.json:
         sys.stdout.write(json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
-        from diagnose.output.text import print_report  # rich: only for the text report
+        from diagnose.output.text import print_report  # start-up: rich, only for the text report
 
         if report.command == "preflight":
-            from diagnose.commands.preflight import render_checklist  # preflight's own checklist
+            # start-up: preflight's own checklist, for this command
+            from diagnose.commands.preflight import render_checklist
 
             sys.stdout.write(render_checklist(report) + "\n\n")
         print_report(report, color=args.color)

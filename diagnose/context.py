@@ -10,6 +10,8 @@ from typing import Any
 
 from diagnose.ranks import MAX_WORLD_SIZE, plausible_world
 
+USES_SIGNATURES = frozenset({"store_clients_missing", "store_based_barrier_waiting", "ddp_member_banner"})
+
 
 class Context:
     """Read-only indexes over one run's evidence; predicates query it, never scan raw lists twice."""

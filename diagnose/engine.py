@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.analyzers import crossrank, rankview
+from diagnose.analyzers.scaling import analyze_scaling
 from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
 from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
@@ -246,7 +247,6 @@ def _scaling(items: list[Any]) -> dict[str, Any] | None:
     """Step-time facts (batch contract, eta, dominant term) added to ``items`` when step metrics are present."""
     if not any(e.kind in ("step_metric", "stack_sample") for e in items) or any(e.kind == "scaling_fact" for e in items):
         return None
-    from diagnose.analyzers.scaling import analyze_scaling
 
     analysis = analyze_scaling(items)
     items += analysis.facts

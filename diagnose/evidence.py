@@ -6,7 +6,6 @@ host and pid), so a conclusion can always cite the lines that led to it.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -289,7 +288,14 @@ EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 
 _LIST_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[Evidence])
 
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
+
+def _rank_range(part: str) -> tuple[int, int] | None:
+    """``"3"`` or ``"2 - 5"`` as (low, high); None for anything else."""
+    lo, sep, hi = part.strip().partition("-")
+    lo, hi = lo.strip(), hi.strip()
+    if not lo.isdecimal() or (sep and not hi.isdecimal()):
+        return None
+    return int(lo), int(hi or lo)
 
 
 def expand_ranks(spec: str | int | list[int]) -> list[int]:
@@ -300,10 +306,10 @@ def expand_ranks(spec: str | int | list[int]) -> list[int]:
         return [int(r) for r in spec]
     ranks: list[int] = []
     for part in str(spec).split(","):
-        m = _RANGE.match(part)
-        if not m:
+        bounds = _rank_range(part)
+        if bounds is None:
             raise ValueError(f"bad rank range {part!r} in {spec!r}")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        lo, hi = bounds
         if hi < lo:
             raise ValueError(f"rank range {part!r} runs backwards")
         ranks.extend(range(lo, hi + 1))

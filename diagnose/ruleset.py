@@ -17,8 +17,8 @@ from diagnose.rulespec import PredicateCall, Rule, load_rules
 from diagnose.vocab import CAUSES, SYMPTOMS
 from diagnose.yamlload import builtin_rules_dir
 
-_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
-_ROW = re.compile(r"^\| `([A-Za-z]\.[\w.-]+)` \|", re.M)
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")  # regex: a {name} placeholder of our own message templates
+_ROW = re.compile(r"^\| `([A-Za-z]\.[\w.-]+)` \|", re.M)  # regex: a row id of our own ROWS.md table
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -11,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
-from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
+from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines, pattern_table
 
 RULE_DIRS_ENV = "DIAGNOSE_RULES"
 
@@ -88,8 +87,6 @@ class Rule(BaseModel):
     line: int = 1
 
 
-_IDENTIFYING = re.compile(
-    r"\b\d{1,3}(?:\.\d{1,3}){3}\b|/home/|/Users/|/mnt/|/scratch/|/gpfs/|/lustre/|slurm-\d{3,}|\bnode\d+\b")
 
 
 def rule_dirs(extra: Iterable[Path] = ()) -> list[Path]:
@@ -134,7 +131,7 @@ def load_rule_file(path: Path) -> Rule:
         raise RuleError(f"rule id {rule.id!r} differs from the file name {path.stem!r}",
                         RuleLocation(str(path), lines.get(("id",), 1)), "to rename the file or the id")
     for key, value in _strings(data):
-        if _IDENTIFYING.search(value):
+        if pattern_table("identifying")["identifying"].search(value):
             raise RuleError(f"literal host name, address, job id or path in a rule: {value[:60]!r}",
                             RuleLocation(str(path), lines.get(key, 1)), "to describe the pattern, not one case")
     return rule

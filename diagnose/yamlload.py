@@ -1,8 +1,10 @@
-"""YAML loading that remembers the line of every node, for located errors."""
+"""YAML loading that remembers the line of every node, for located errors; named-pattern tables."""
 
 from __future__ import annotations
 
 import json
+import re
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -75,3 +77,54 @@ def _walk(node: yaml.Node, path: LinePath, lines: dict[LinePath, int]) -> None:
     elif isinstance(node, yaml.SequenceNode):
         for idx, child in enumerate(node.value):
             _walk(child, (*path, idx), lines)
+
+
+_FLAGS = {"IGNORECASE": re.IGNORECASE, "MULTILINE": re.MULTILINE, "ASCII": re.ASCII, "DOTALL": re.DOTALL}
+_MODES = ("search", "match", "fullmatch")
+
+
+@lru_cache(maxsize=32)
+def pattern_table(name: str, section: str = "patterns", directory: str | None = None) -> dict[str, re.Pattern[Any]]:
+    """The named regexes of one section of ``rules/tables/<name>.yaml``, compiled and checked once.
+
+    An entry is ``regex`` (Python ``re``) with optional ``flags`` (IGNORECASE, MULTILINE, ASCII, DOTALL),
+    ``bytes: true`` (a bytes pattern) and ``mode`` (how callers apply it: search, the default, match or
+    fullmatch); ``examples`` it must hit and ``near_misses`` it must not, both applied in that mode. A
+    broken entry is a RuleError at its line, naming it.
+    """
+    path = Path(directory or builtin_rules_dir() / "tables") / f"{name}.yaml"
+    data, lines = load_yaml_with_lines(path)
+    entries = data.get(section) if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise RuleError(f"expected a mapping {section!r} of named patterns", RuleLocation(str(path), 1))
+    return {key: _checked(key, spec, RuleLocation(str(path), lines.get((section, key))))
+            for key, spec in entries.items()}
+
+
+def _checked(key: str, spec: Any, where: RuleLocation) -> re.Pattern[Any]:
+    if not isinstance(spec, dict) or not isinstance(spec.get("regex"), str):
+        raise RuleError(f"pattern {key!r}: expected a mapping with a 'regex'", where)
+    unknown = set(spec) - {"regex", "flags", "bytes", "mode", "examples", "near_misses", "note"}
+    bad_flags = [f for f in spec.get("flags", ()) if f not in _FLAGS]
+    mode = spec.get("mode", "search")
+    if unknown or bad_flags or mode not in _MODES:
+        raise RuleError(f"pattern {key!r}: unknown {sorted(unknown) or bad_flags or mode}", where,
+                        f"to use regex, flags ({', '.join(_FLAGS)}), bytes, mode ({', '.join(_MODES)}), "
+                        "examples, near_misses, note")
+    flags = 0
+    for flag in spec.get("flags", ()):
+        flags |= _FLAGS[flag]
+    as_bytes = bool(spec.get("bytes"))
+    try:
+        pattern = re.compile(spec["regex"].encode() if as_bytes else spec["regex"], flags)
+    except re.error as exc:
+        raise RuleError(f"pattern {key!r}: invalid regex: {exc}", where) from None
+    apply = getattr(pattern, mode)
+    text = (lambda v: str(v).encode()) if as_bytes else str
+    wrong = [str(e) for e in spec.get("examples", ()) if not apply(text(e))]
+    wrong += [f"near miss {n}" for n in spec.get("near_misses", ()) if apply(text(n))]
+    if not spec.get("examples") or not spec.get("near_misses"):
+        raise RuleError(f"pattern {key!r} needs examples and near_misses", where)
+    if wrong:
+        raise RuleError(f"pattern {key!r} misclassifies {wrong}", where, "to fix the regex or the example")
+    return pattern

@@ -10,9 +10,15 @@ from collections.abc import Iterable
 from itertools import groupby
 from typing import Any
 
-from diagnose.evidence import CollectiveState, Provenance, RankExit
+from diagnose.evidence import CollectiveState, Provenance, RankExit, expand_ranks
 from diagnose.ranks import SIGNAL_NAMES
 
+USES_SIGNATURES = frozenset({
+    "torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file", "torchrun_failure_traceback",
+    "torchrun_root_cause_header", "torchrun_other_failures_header", "torchrun_worker_failed",
+    "launcher_subprocess_exit", "mp_spawn_process_exit", "srun_task_exit", "nccl_watchdog_work_status",
+    "nccl_watchdog_timeout", "gloo_recv_timeout", "nccl_watchdog_native_frame",
+})
 _TABLE = ("torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file",
           "torchrun_failure_traceback", "torchrun_root_cause_header", "torchrun_other_failures_header")
 
@@ -103,8 +109,6 @@ _SRUN_SIGNAL = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation faul
 
 def _srun_exits(lines: list[Any]) -> list[RankExit]:
     """How srun-launched tasks ended; with srun as the launcher the task id is the rank."""
-    from diagnose.evidence import expand_ranks
-
     out: dict[int, RankExit] = {}
     for e in lines:
         if e.signature != "srun_task_exit":

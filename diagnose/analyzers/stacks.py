@@ -187,7 +187,7 @@ def env_conflicts(envs: Sequence[RankEnv], ranks_running: int) -> list[tuple[str
     out.extend(_world_size_exceeded(envs, ranks_running))
     out.extend(_differs(envs, "MASTER_ADDR", "master_endpoint_differs"))
     out.extend(_differs(envs, "MASTER_PORT", "master_endpoint_differs"))
-    out.extend(_differs(envs, "torch_version", "version_differs"))
+    out.extend(_differs(envs, "torch_version", "version_differs"))  # not a signature: a rank_env variable
     out.extend(_shared_devices(envs))
     return out
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from diagnose.evidence import EVIDENCE_CLASSES
 from diagnose.graph import uncovered_causes
 from diagnose.predicates import REGISTRY
-from diagnose.ruleset import RuleSet, runbook_rows
+from diagnose.ruleset import RuleSet, load_ruleset, runbook_rows
 from diagnose.vocab import CAUSES
 
 
@@ -110,6 +110,4 @@ def _evidence() -> str:
 
 
 if __name__ == "__main__":
-    from diagnose.ruleset import load_ruleset
-
     write_docs(load_ruleset(), Path("docs"))

@@ -14,6 +14,7 @@ class CaseResult:
 
 def run_case(rule_id: str, case: dict[str, Any], rule: Any = None) -> CaseResult:
     """Evaluate one rule alone on a fixture's typed evidence and compare with ``expect``."""
+    # start-up: the pytest plugin (authoring.testing) loads this module in every pytest run
     from diagnose.analyzers import crossrank
     from diagnose.context import Context
     from diagnose.engine import evaluate_rule
@@ -39,7 +40,7 @@ _CACHE: dict[str, Any] = {}
 
 def _ruleset() -> Any:
     if "rs" not in _CACHE:
-        from diagnose.ruleset import load_ruleset
+        from diagnose.ruleset import load_ruleset  # start-up: see run_case
 
         _CACHE["rs"] = load_ruleset()
     return _CACHE["rs"]

@@ -17,6 +17,7 @@ from diagnose.errors import ConfigError
 from diagnose.evidence import CheckpointContent
 from diagnose.output.report import Report
 from diagnose.probes.checkpoint.compare import compare
+from diagnose.probes.checkpoint.model import model_state
 from diagnose.probes.checkpoint.probe import CheckpointInfo, inspect_checkpoint, to_evidence
 
 
@@ -81,8 +82,6 @@ def _comparison_evidence(info: CheckpointInfo, against: str, diff: dict[str, Any
 
 def _model_mismatches(info: CheckpointInfo, spec: str) -> tuple[dict[str, Any] | None, list[str]]:
     """Compare the checkpoint's model state with the model `spec` builds (user code runs here)."""
-    from diagnose.probes.checkpoint.model import model_state
-
     state = model_state(spec)
     notes = [f"--model {spec}: {n}" for n in state.notes]
     if not info.tensors:

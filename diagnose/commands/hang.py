@@ -14,8 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnose.analyzers.stacks import WAITING, alive, progress_lines, rank_views
+from diagnose.engine import diagnose_evidence
+from diagnose.errors import ConfigError, ProbeError
 from diagnose.evidence import dump_evidence
 from diagnose.output.report import Report, Skipped
+from diagnose.probes.live import bundle, discovery, procstate, stacks
+from diagnose.probes.live import fanout as live_nodes
 
 
 def collect(job: str, timeout: float = 10.0, *, native: bool = False
@@ -25,7 +30,6 @@ def collect(job: str, timeout: float = 10.0, *, native: bool = False
     ``native`` adds native frames (py-spy --native, 1-2 s per rank) to the second sample of ranks
     seen in backward, to show DDP's reducer waiting in its all_reduce.
     """
-    from diagnose.probes.live import discovery, procstate, stacks
     start = time.monotonic()
     found = discovery.discover(job)
     host = socket.gethostname()
@@ -56,16 +60,12 @@ LATER_S = 1.0  # the third sample of a job whose ranks all work: a slow step sho
 
 def _nothing_decided(samples: list[Any]) -> bool:
     """No rank waits in a collective and none has moved: two quick samples cannot tell slow from stuck."""
-    from diagnose.analyzers.stacks import WAITING, rank_views
-
     views = rank_views(samples)
     return bool(views) and not any(v.moving or v.activity in WAITING for v in views.values())
 
 
 def _progress_notes(evidence: list[Any]) -> list[str]:
     """'the job is progressing' with what moved, when every sampled rank moved; else the ranks that did."""
-    from diagnose.analyzers.stacks import alive, progress_lines, rank_views
-
     lines = progress_lines(evidence)
     if not lines:
         return []
@@ -77,8 +77,6 @@ def _progress_notes(evidence: list[Any]) -> list[str]:
 
 
 def _backward_note(evidence: list[Any], native: bool) -> list[str]:
-    from diagnose.analyzers.stacks import rank_views
-
     stuck = [r for r, v in rank_views(evidence).items() if v.activity == "backward" and not v.moving]
     if not stuck or native:
         return []
@@ -116,8 +114,6 @@ def _job_summary(found: Any) -> dict[str, Any]:
 def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], notes: list[str],
          raw: dict[str, Any]) -> None:
     """Write the evidence (``evidence.jsonl``), raw py-spy output and the process table to a folder."""
-    from diagnose.probes.live import bundle
-
     bundle.write(directory, dump_evidence(evidence), [s.model_dump() for s in skipped], notes)
     spy = directory / "pyspy"
     spy.mkdir(exist_ok=True)
@@ -131,8 +127,6 @@ def save_evidence(directory: Path, evidence: list[Any], skipped: list[Skipped], 
 
 def check_save(directory: Path) -> None:
     """Refuse a --save target before anything is probed: a file, a folder holding other files, or unwritable."""
-    from diagnose.errors import ConfigError
-
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"--save {directory}: a file of that name exists; give a new or empty folder")
     if directory.is_dir() and any(directory.iterdir()):
@@ -152,10 +146,6 @@ def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, nativ
     node and returns its evidence bundle (JSON text) for that fan-out to merge: the engine runs once,
     in the parent, with the site rules of ``rule_dirs``.
     """
-    from diagnose.engine import diagnose_evidence
-    from diagnose.errors import ProbeError
-    from diagnose.probes.live import fanout as live_nodes
-
     if save is not None:
         check_save(Path(save))
     sjob = None if local else live_nodes.slurm_job(job)
@@ -177,7 +167,5 @@ def run_hang(job: str, timeout: float = 10.0, save: Path | None = None, *, nativ
         notes.append(f"evidence saved to {save}")
         save_evidence(Path(save), evidence, skipped, notes, raw)
     if local:
-        from diagnose.probes.live import bundle
-
         return bundle.to_json(dump_evidence(evidence), [s.model_dump() for s in skipped], notes)
     return diagnose_evidence(evidence, command="hang", skipped=skipped, notes=notes, rule_dirs=rule_dirs)

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from diagnose.probes.files import walk
+
 STDIN_NAME = "<stdin>"
 STDIN_MAX = 2 << 30  # what `-` keeps of standard input
 LEARN_MAX_BYTES = 8 << 20  # per input file, read to learn identifiers named only there
@@ -33,7 +35,8 @@ class Inputs:
         cmd = args.command
         if cmd == "logs":
             if args.slurm:
-                from diagnose.commands.slurm_files import slurm_output_files  # only with --slurm
+                # start-up: the Slurm fan-out, only with --slurm
+                from diagnose.commands.slurm_files import slurm_output_files
 
                 self.paths = slurm_output_files(args.slurm)
             else:
@@ -103,8 +106,6 @@ class Inputs:
                 continue
 
     def _files(self) -> list[Path]:
-        from diagnose.probes.files import walk  # safe walking: never opens special files
-
         files, _ = walk([p for p in self.paths if p.exists()])
         return [f for f in files if f.suffix not in (".pt", ".pth", ".bin", ".safetensors", ".ckpt")][:LEARN_MAX_FILES]
 

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnose.analyzers.crossrank import derive
 from diagnose.engine import diagnose_evidence
+from diagnose.errors import ConfigError
+from diagnose.evidence import dump_evidence
 from diagnose.output.report import Report, Skipped
+from diagnose.probes.logs.probe import LogProbe, log_signatures
+from diagnose.vocab import resolve_symptom
 
 
 def collect_logs(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> tuple[list[Any], list[Skipped], list[str]]:
     """Evidence from every file under ``paths`` (logs, evidence files, step-time lines); the signatures
     of ``rule_dirs/signatures`` (site rules) are scanned with the built-in ones."""
-    from diagnose.probes.logs.probe import LogProbe, log_signatures
-
     gc.disable()  # bulk validation of many records: the cyclic GC only rescans a growing heap
     try:
         result = LogProbe(log_signatures(tuple(str(d) for d in rule_dirs))).collect(paths)
@@ -27,9 +31,6 @@ def collect_logs(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> tuple
 
 def run_logs(paths: Sequence[Path], symptom: str | None = None, rule_dirs: Sequence[Path] = ()) -> Report:
     """Diagnose the files a failed run left behind."""
-    from diagnose.errors import ConfigError
-    from diagnose.vocab import resolve_symptom
-
     if symptom and not resolve_symptom(symptom):
         raise ConfigError(f"unknown symptom {symptom!r}: use an id from CAUSES.md or hang/slow/oom/crash/diverged/resume")
     evidence, skipped, notes = collect_logs(paths, rule_dirs)
@@ -40,9 +41,6 @@ def run_logs(paths: Sequence[Path], symptom: str | None = None, rule_dirs: Seque
 
 def evidence_records(evidence: Sequence[Any]) -> list[dict[str, Any]]:
     """One flat record per piece of evidence (what `--evidence` prints), derived facts included."""
-    from diagnose.analyzers.crossrank import derive
-    from diagnose.evidence import dump_evidence
-
     items = list(evidence)
     derived = derive(items)
     out = []
@@ -59,8 +57,6 @@ def evidence_records(evidence: Sequence[Any]) -> list[dict[str, Any]]:
 
 def run_evidence(paths: Sequence[Path], rule_dirs: Sequence[Path] = ()) -> str:
     """JSON Lines: every piece of evidence the log scan found under ``paths`` (one per signature and line)."""
-    import json
-
     evidence, skipped, _notes = collect_logs(paths, rule_dirs)
     lines = [json.dumps(rec, ensure_ascii=False) for rec in evidence_records(evidence)]
     lines += [json.dumps({"kind": "skipped", "source": s.source, "text": s.reason}) for s in skipped]

@@ -16,9 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnose.engine import diagnose_evidence
 from diagnose.evidence import HostCheck, dump_evidence, parse_evidence
 from diagnose.output.report import Report
 from diagnose.probes.live.fanout import demux_labels
+from diagnose.probes.preflight.probe import collect, config, make_check
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "skip": "skip"}
 
@@ -26,9 +28,6 @@ _MARK = {"pass": "PASS", "fail": "FAIL", "skip": "skip"}
 def run_preflight(port: int | None = None, nproc: int | None = None, workers: int | None = None,
                   local: bool = False, rule_dirs: Sequence[Path] = ()) -> Report:
     """Run every pre-launch check and diagnose the failures; the report lists every check in ``evidence``."""
-    from diagnose.engine import diagnose_evidence
-    from diagnose.probes.preflight.probe import collect
-
     checks, settings = collect(port, nproc, workers)
     notes = [f"port {settings.port} from {settings.source('port')}; processes per node "
              f"{settings.nproc or 'unknown'} from {settings.source('nproc')}; dataloader workers "
@@ -50,8 +49,6 @@ def run_preflight(port: int | None = None, nproc: int | None = None, workers: in
 
 
 def _check(name: str, status: str, detail: str, **kw: Any) -> HostCheck:
-    from diagnose.probes.preflight.probe import make_check
-
     return make_check(name, status, detail, **kw)
 
 
@@ -80,8 +77,6 @@ def fanout_command(nodes: int, job_id: str, port: int | None, nproc: int | None,
 def fanout(nodes: int, job_id: str, port: int | None, nproc: int | None, workers: int | None
            ) -> tuple[list[HostCheck], list[str]]:
     """Checks of every node (their provenance names the host) and notes on the fan-out."""
-    from diagnose.probes.preflight.probe import config
-
     cmd = fanout_command(nodes, job_id, port, nproc, workers)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=dict(os.environ),
@@ -107,8 +102,6 @@ def fanout(nodes: int, job_id: str, port: int | None, nproc: int | None, workers
 
 def versions_agree(checks: list[HostCheck]) -> HostCheck:
     """One check over the nodes' ``versions`` records: every compared component has one version."""
-    from diagnose.probes.preflight.probe import config
-
     per_host: dict[str, dict[str, str]] = {}
     for c in checks:
         if c.name == "versions" and c.value:

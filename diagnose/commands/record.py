@@ -12,7 +12,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnose.commands.logs import collect_logs
+from diagnose.engine import diagnose_evidence
 from diagnose.output.grid import rank_ranges
+from diagnose.output.redact import Redactor, redact_report, redact_text
 from diagnose.output.report import Report
 
 _FIELD_KEYS = {
@@ -143,9 +146,6 @@ def _diagnosis(report: Report, limit: int = 3) -> list[str]:
 
 def run_record(paths: Sequence[Path], redactor: Any = None) -> str:
     """The record of the run whose files are under ``paths``; redacted with ``redactor`` unless it is None."""
-    from diagnose.commands.logs import collect_logs
-    from diagnose.engine import diagnose_evidence
-
     evidence, skipped, notes = collect_logs(paths)
     report = diagnose_evidence(evidence, skipped=skipped, notes=notes, command="record")
     return render_record(report, facts_from_evidence(evidence), redact=redactor is not None, redactor=redactor)
@@ -164,7 +164,6 @@ def render_record(report: Report, facts: dict[str, Any], redact: bool = True, re
     text = "\n".join(lines) + "\n"
     if not redact:
         return text
-    from diagnose.output.redact import Redactor, redact_report, redact_text
 
     redactor = redactor or Redactor()
     redact_report(report.to_json_dict(), redactor)

@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnose.engine import diagnose_evidence
 from diagnose.errors import ConfigError
 from diagnose.evidence import Provenance, RankStatus
-from diagnose.hook.reportfile import REPORT_NAME
+from diagnose.hook.reportfile import parse_report_name
 from diagnose.output.report import Report, Skipped
 from diagnose.probes.live import merge
+from diagnose.probes.logs.probe import scan_text
 from diagnose.ranks import format_ranks
 
 MAX_REPORT_BYTES = 64 * 2**20
@@ -24,9 +26,9 @@ def find_reports(directory: Path) -> list[tuple[int, int, Path]]:
     """(rank, attempt, path) of every per-rank report under `directory`, recursively; other files ignored."""
     found = []
     for path in sorted(directory.rglob("rank-*.json")):
-        m = REPORT_NAME.match(path.name)
-        if m and path.is_file():
-            found.append((int(m.group(1)), int(m.group(2) or 0), path))
+        named = parse_report_name(path.name)
+        if named and path.is_file():
+            found.append((*named, path))
     return sorted(found)
 
 
@@ -47,7 +49,6 @@ def _rescan(items: list[Any], rank: int, source: str) -> list[Any]:
              if i.kind == "log_line" and isinstance(i.fields.get("traceback"), str)]
     if not texts:
         return []
-    from diagnose.probes.logs.probe import scan_text
 
     return [hit for text in texts for hit in scan_text(text, source=source, rank=rank)]
 
@@ -104,7 +105,5 @@ NO_REPORT = "no hook report: the hook writes one only on an exception or a stall
 
 def run_report(directory: Path, rule_dirs: Sequence[Path] = ()) -> Report:
     """Merge the per-rank reports under `directory` and diagnose them across ranks (with site rules)."""
-    from diagnose.engine import diagnose_evidence
-
     evidence, skipped, notes = collect_reports(Path(directory))
     return diagnose_evidence(evidence, skipped=skipped, notes=notes, command="report", rule_dirs=rule_dirs)

@@ -7,13 +7,16 @@ from typing import TextIO
 
 import yaml
 
+from diagnose.authoring.docgen import write_docs
+from diagnose.authoring.fixtures import run_case
 from diagnose.errors import RuleSetError
+from diagnose.graph import check_graph
+from diagnose.probes.logs.signatures import check_declared
+from diagnose.ruleset import load_ruleset
 
 
 def run_rules(action: str, rule_id: str | None, extra: list[Path], out: Path, stream: TextIO) -> int:
     """Run one rules sub-command; returns the exit status."""
-    from diagnose.ruleset import load_ruleset
-
     try:
         ruleset = load_ruleset(extra)
     except RuleSetError as exc:
@@ -35,7 +38,6 @@ def run_rules(action: str, rule_id: str | None, extra: list[Path], out: Path, st
         return 0
     if action == "check":
         return _check(ruleset, stream)
-    from diagnose.authoring.docgen import write_docs
 
     written = write_docs(ruleset, out)
     stream.write(f"wrote {written} files under {out}\n")
@@ -43,10 +45,9 @@ def run_rules(action: str, rule_id: str | None, extra: list[Path], out: Path, st
 
 
 def _check(ruleset, stream: TextIO) -> int:  # noqa: ANN001
-    from diagnose.authoring.fixtures import run_case
-    from diagnose.graph import check_graph
 
     problems = [str(e) for e in check_graph(ruleset)]
+    problems += [str(e) for e in check_declared(ruleset.signatures)]
     cases = 0
     for rule in ruleset.rules:
         test = Path(rule.source).with_name(f"{rule.id}.test.yaml")

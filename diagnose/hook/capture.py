@@ -8,7 +8,6 @@ returns; nothing here raises.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import threading
 import time
@@ -19,8 +18,8 @@ from typing import Any
 
 from diagnose.hook import collect, reportfile, stacks, torchstate
 from diagnose.hook.collect import Evidence
+from diagnose.hook.patterns import pattern
 
-_TIMEOUT = re.compile(r"timed? ?out", re.I)
 CARRIED_KINDS = ("stack_sample", "collective_state", "log_line", "rank_status")
 _history: list[Evidence] = []
 _history_lock = threading.Lock()
@@ -187,7 +186,7 @@ def exception_collector(exc: BaseException, thread: str, uncaught: bool) -> Coll
         job.evidence.extend(torchstate.dataloader_workers(torchstate.frames_of(exc.__traceback__), rank))
         job.stage = "flight recorder"
         sample = next(e for e in items if e["kind"] == "stack_sample")
-        timed_out = sample["activity"] in ("collective", "barrier") and _TIMEOUT.search(str(exc))
+        timed_out = sample["activity"] in ("collective", "barrier") and pattern("timeout_message").search(str(exc))
         for state in torchstate.flight_recorder(rank):
             if timed_out and state.get("process_group") == "0":
                 state["state"] = "timed_out"

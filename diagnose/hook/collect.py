@@ -7,7 +7,6 @@ fields), so `parse_evidence` validates them where pydantic is available.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import sys
 import time
@@ -15,8 +14,10 @@ import traceback
 from typing import Any
 
 from diagnose.hook import stacks
+from diagnose.hook.patterns import pattern
 
 Evidence = dict[str, Any]
+EMITS_SIGNATURES = frozenset({"hook_exception"})
 
 ENV_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
              "ROLE_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
@@ -29,11 +30,6 @@ MAX_TRACEBACK = 20000
 _HOST = socket.gethostname()
 _UNITS = {"B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
           "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
-_CPU_OOM = re.compile(r"you tried to allocate (\d+) bytes")
-_CUDA_TRIED = re.compile(r"out of memory\. Tried to allocate ([\d.]+) ?([KMGT]i?B|B)", re.I)
-_CUDA_TOTAL = re.compile(r"GPU (\d+) has a total capacity of ([\d.]+) ?([KMGT]iB) of which ([\d.]+) ?([KMGT]iB) is free")
-_CUDA_TOTAL_OLD = re.compile(r"GPU (\d+); ([\d.]+) ?([KMGT]iB) total capacity")
-_CUDA_IN_USE = re.compile(r"this process has ([\d.]+) ?([KMGT]iB) memory in use")
 
 
 def make(kind: str, rank: int | None, source: str, text: str | None = None, **fields: Any) -> Evidence:
@@ -147,16 +143,16 @@ def _to_bytes(number: str, unit: str) -> int:
 
 def oom_figures(message: str) -> dict[str, Any]:
     """Figures an out-of-memory message states: device, requested, total, free, in use (bytes)."""
-    if m := _CPU_OOM.search(message):
+    if m := pattern("cpu_oom_requested").search(message):
         return {"device": "host", "requested": int(m.group(1))}
-    if m := _CUDA_TRIED.search(message):
+    if m := pattern("cuda_oom_tried").search(message):
         figures: dict[str, Any] = {"device": "cuda", "requested": _to_bytes(m.group(1), m.group(2))}
-        if t := _CUDA_TOTAL.search(message):
+        if t := pattern("cuda_oom_total").search(message):
             figures.update(device=f"cuda:{t.group(1)}", total=_to_bytes(t.group(2), t.group(3)),
                            free=_to_bytes(t.group(4), t.group(5)))
-        elif t := _CUDA_TOTAL_OLD.search(message):
+        elif t := pattern("cuda_oom_total_old").search(message):
             figures.update(device=f"cuda:{t.group(1)}", total=_to_bytes(t.group(2), t.group(3)))
-        if u := _CUDA_IN_USE.search(message):
+        if u := pattern("cuda_oom_in_use").search(message):
             figures["in_use"] = _to_bytes(u.group(1), u.group(2))
         return figures
     if "Cannot allocate memory" in message or "MemoryError" in message:
@@ -199,7 +195,7 @@ def host_memory(rank: int | None, requested: int | None = None) -> Evidence:
     status = _status_kib()
     limits: dict[str, int] = {}
     try:
-        import resource
+        import resource  # optional dependency: resource is POSIX-only
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft != resource.RLIM_INFINITY:

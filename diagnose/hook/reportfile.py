@@ -9,14 +9,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 SCHEMA = "diagnose.report/1"
 PREFIX = "[diagnose]"
-REPORT_NAME = re.compile(r"^rank-(\d+)(?:\.attempt-(\d+))?\.json$")
+
+
+def parse_report_name(name: str) -> tuple[int, int] | None:
+    """(rank, attempt) of a per-rank report's file name (``rank-<R>.json``, ``rank-<R>.attempt-<A>.json``)."""
+    if not (name.startswith("rank-") and name.endswith(".json")):
+        return None
+    rank, sep, attempt = name[len("rank-"):-len(".json")].partition(".attempt-")
+    if not rank.isdecimal() or (sep and not attempt.isdecimal()):
+        return None
+    return int(rank), int(attempt or 0)
 
 
 def report_path(directory: Path, rank: int, attempt: int) -> Path:
@@ -32,6 +40,7 @@ def _scan(evidence: list[dict[str, Any]], rank: int | None) -> tuple[list[dict[s
     if not texts:
         return [], None
     try:
+        # start-up: the hook imports only the standard library
         from diagnose.evidence import dump_evidence
         from diagnose.probes.logs.probe import scan_text
 
@@ -49,6 +58,7 @@ def build_report(evidence: list[dict[str, Any]], meta: dict[str, Any], use_engin
         if note:
             notes.append(note)
         try:
+            # start-up: the hook imports only the standard library
             from diagnose.engine import diagnose_evidence
             from diagnose.evidence import parse_evidence
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import linecache
 import os
-import re
 import sys
 import types
 from collections.abc import Sequence
 
+from diagnose.hook.patterns import pattern
 from diagnose.probes.live import flow
 
 Frame = tuple[str, int, str, str]
@@ -37,8 +37,6 @@ PATH_ACTIVITIES: tuple[tuple[str, str], ...] = (
     ("torch/autograd/", "backward"),
 )
 C10D_FILES = ("torch/distributed/distributed_c10d.py", "torch/distributed/c10d_logger.py")
-_EVAL_NAME = re.compile(r"(^|_)(eval|evaluate|evaluation|validate|validation|val|test)(_|$)", re.I)
-_SLEEP_LINE = re.compile(r"\bsleep\s*\(")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", os.sep + "lib" + os.sep + "python")
 
 
@@ -118,9 +116,9 @@ def classify(frames: Sequence[Frame], wchan: str | None = None) -> tuple[str, st
             return found[0], found[1], call_site
     if wchan and "sleep" in wchan:
         return "sleeping", None, call_site
-    if frames and _SLEEP_LINE.search(frames[0][3] or ""):
+    if frames and pattern("sleep_call").search(frames[0][3] or ""):
         return "sleeping", None, call_site
-    if any(_EVAL_NAME.search(f[2]) for f in frames if is_user_frame(f[0])):
+    if any(pattern("eval_function").search(f[2]) for f in frames if is_user_frame(f[0])):
         return "evaluation", None, call_site
     return ("user_code" if user else "unknown"), None, call_site
 

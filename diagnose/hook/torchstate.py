@@ -13,6 +13,7 @@ from typing import Any
 
 from diagnose.hook.collect import Evidence, make
 
+EMITS_SIGNATURES = frozenset({"hook_dataloader_state"})
 FR_DUMPS = ("_dump_fr_trace_json", "_dump_nccl_trace_json")
 _DATALOADER_ITER = "_MultiProcessingDataLoaderIter"
 

@@ -8,12 +8,14 @@ Content-Security-Policy forbids every fetch. The grid is sent as runs of
 from __future__ import annotations
 
 import json
+import time
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from diagnose.output import answer as A
 from diagnose.output.grid import group_states, rank_cells, rank_ranges
+from diagnose.output.redact import redact_report_model
 from diagnose.output.report import EvidenceRef, Report
 
 COLUMNS = 64
@@ -186,8 +188,6 @@ def _legend(data: dict[str, Any], report: Report) -> str:
 
 def render_html(report: Report, inputs: list[str] | None = None, version: str = "", when: str | None = None) -> str:
     """The whole page as a string: the answer as title, the rank grid, causes, timeline, notes."""
-    import time
-
     data = grid_data(report)
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     ranks = report.ranks
@@ -223,8 +223,6 @@ def write_html(report: Report, path: Path, redact: bool = False, inputs: list[st
                version: str = "") -> None:
     """Write the self-contained HTML report; `redact` replaces identifiers first."""
     if redact:
-        from diagnose.output.redact import redact_report_model
-
         report = redact_report_model(report)
     page = render_html(report, inputs=inputs, version=version)
     with open(path, "w", encoding="utf-8") as fh:

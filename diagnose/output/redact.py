@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from diagnose.output import redact_patterns as P
+from diagnose.output.report import Report
 
 _PROTECTED_KEYS = frozenset({
     "schema", "id", "refines", "score", "confidence", "symptom", "ranks", "rules", "kind",
@@ -437,6 +438,4 @@ def redact_report(data: dict[str, Any], redactor: Redactor | None = None) -> dic
 
 def redact_report_model(report: Any, redactor: Redactor | None = None) -> Any:
     """The same for a `Report` model: returns a redacted `Report`."""
-    from diagnose.output.report import Report
-
     return Report.model_validate(redact_report(report.to_json_dict(), redactor))

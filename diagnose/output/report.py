@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from diagnose.evidence import Evidence
 
 SCHEMA_ID = "diagnose.report/1"
 
@@ -193,10 +195,6 @@ def _close(node: Any) -> None:
 
 def report_schema() -> dict[str, Any]:
     """The published JSON schema of the report (JSON Schema 2020-12, closed objects, typed sections)."""
-    from pydantic import TypeAdapter
-
-    from diagnose.evidence import Evidence
-
     schema = Report.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
     defs = schema.setdefault("$defs", {})
     for model in (CheckpointSection, ScalingSection):

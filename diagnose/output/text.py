@@ -7,10 +7,12 @@ file, CI) it is plain lines, unwrapped and without box characters, that grep can
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
@@ -190,8 +192,6 @@ def render_plain(report: Report) -> str:
 
 
 def _rich_lines(sec: Section, width: int) -> list[Text]:
-    from rich.cells import cell_len
-
     out = []
     for style, text in sec.lines:
         indent = len(text) - len(text.lstrip(" ")) + 2
@@ -235,8 +235,6 @@ def print_rich(report: Report, console: Console) -> None:
 
 def console_for(stream: TextIO | None = None, color: str = "auto") -> Console | None:
     """A rich console for a terminal (or ``--color always``); None means plain lines."""
-    import os
-
     stream = stream or sys.stdout
     tty = hasattr(stream, "isatty") and stream.isatty()
     if color == "never" or (color == "auto" and not tty):

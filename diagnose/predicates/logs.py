@@ -10,6 +10,12 @@ from diagnose.context import Context
 from diagnose.predicates.base import Binding, parse_rank_list, predicate, ranks_of
 from diagnose.ranks import SIGNAL_NAMES, format_ranks, plausible_world
 
+USES_SIGNATURES = frozenset({
+    "python_exception*", "python_exception", "python_exception_repr", "python_exception_type_last",
+    "hook_exception", "collective_fingerprint_mismatch", "launch_nproc_per_node", "cuda_visible_devices_setting",
+    "ddp_member_banner", "store_clients_missing", "store_based_barrier_waiting",
+})
+
 
 @predicate(binds=("signature", "frames", "message", "seq", "op"), kinds=("log_line",))
 def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | None = None,
@@ -106,7 +112,7 @@ def collective_timed_out(ctx: Context, ops: Sequence[str] = (), max_numel: int |
 
 def _numel(state: Any) -> int | None:
     """Element count of a collective's tensor, when its shape says (``"16"`` or ``"[4, 4]"``)."""
-    digits = [int(d) for d in re.findall(r"\d+", state.shape or "")]
+    digits = [int(d) for d in re.findall(r"\d+", state.shape or "")]  # regex: the numbers of a shape
     if not digits:
         return None
     total = 1

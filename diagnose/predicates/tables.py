@@ -20,6 +20,8 @@ from diagnose.predicates.base import Binding, predicate, ranks_of
 from diagnose.vocab import CAUSES
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
+USES_SIGNATURES = frozenset({"python_frame", "python_exception*"})
+
 
 class TableEntry(BaseModel):
     """One code: its symbolic name, what it means, and the cause it usually points at."""

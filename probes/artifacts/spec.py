@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 
 try:  # the fast multi-literal search is optional: substring tests are a correct fallback
-    import hyperscan  # type: ignore[import-untyped]
+    import hyperscan  # type: ignore[import-untyped]  # optional dependency: hyperscan
 except ImportError:  # pragma: no cover - exercised where the wheel is missing
     hyperscan = None
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines

@@ -90,7 +90,7 @@ def _dtype(value: Any) -> str:
 
 
 def _build(factory: Any, device: str | None) -> Any:
-    import torch
+    import torch  # optional dependency: torch
 
     if isinstance(factory, torch.nn.Module):
         return factory
@@ -104,7 +104,7 @@ def _build(factory: Any, device: str | None) -> Any:
 
 def model_state(spec: str, factory: Callable[[], Any] | None = None) -> ModelState:
     """Build the model named by `spec` (on the meta device when it allows) and read its state_dict."""
-    import torch
+    import torch  # optional dependency: torch
 
     target = resolve(spec) if factory is None else factory
     notes: list[str] = []

@@ -27,6 +27,8 @@ from diagnose.probes.checkpoint.states import (
     sharded_globals,
     tensor_items,
 )
+from diagnose.probes.files import Skip
+from diagnose.probes.logs.probe import ProbeResult
 
 _FILE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".pkl", ".tar")
 
@@ -198,9 +200,6 @@ class CheckpointProbe:
 
     def collect(self, paths: Iterable[Path]) -> Any:
         """A `ProbeResult` with one evidence record per existing path; absent paths are skipped."""
-        from diagnose.probes.files import Skip
-        from diagnose.probes.logs.probe import ProbeResult
-
         out = ProbeResult()
         for path in map(Path, paths):
             if not path.exists():

@@ -8,7 +8,6 @@ evidence is merged here and the engine runs once on the whole.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -20,6 +19,8 @@ from typing import Any
 from diagnose.evidence import Provenance, RankStatus
 from diagnose.output.report import Skipped
 from diagnose.probes.live import bundle, merge
+from diagnose.probes.logs.probe import scan_text
+from diagnose.yamlload import pattern_table
 
 _ACTIVE = ("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
 
@@ -64,13 +65,23 @@ def slurm_job(job: str) -> SlurmJob | None:
     if not text:
         return None
 
+    fields = scontrol_fields(text.splitlines()[0])
+
     def value(key: str) -> str | None:
-        m = re.search(rf"(?:^|\s){key}=(.*?)(?=\s+[A-Za-z:/]+=|$)", text.splitlines()[0])
-        return m.group(1) if m and m.group(1) not in ("", "(null)", "None") else None
+        found = fields.get(key)
+        return found if found not in (None, "", "(null)", "None") else None
 
     nodes = value("NodeList")
     return SlurmJob(id=ident, state=value("JobState") or "UNKNOWN", nodes=expand_hostlist(nodes) if nodes else [],
                     stdout=value("StdOut"), stderr=value("StdErr"))
+
+
+def scontrol_fields(line: str) -> dict[str, str]:
+    """``Key=value`` pairs of one ``scontrol show -o`` line (a value runs to the next `` Key=``; first wins)."""
+    fields: dict[str, str] = {}
+    for m in pattern_table("live_patterns")["scontrol_field"].finditer(line):
+        fields.setdefault(m.group(1), m.group(2))
+    return fields
 
 
 def expand_hostlist(spec: str) -> list[str]:
@@ -92,7 +103,6 @@ def needs_fanout(job: SlurmJob) -> bool:
 
 
 _TAIL = 8 << 20  # the end of a job's output is where its failure is
-_SRUN_LABEL = re.compile(rb"^(\d+): ", re.MULTILINE)  # srun --label: the task id, which is the rank
 
 
 def output_evidence(job: SlurmJob) -> tuple[list[Any], list[Skipped], list[str]]:
@@ -100,8 +110,6 @@ def output_evidence(job: SlurmJob) -> tuple[list[Any], list[Skipped], list[str]]
 
     srun's ``N: `` labels become ``[rankN]: `` so that signatures and rank attribution see them.
     """
-    from diagnose.probes.logs.probe import scan_text
-
     evidence: list[Any] = []
     skipped: list[Skipped] = []
     notes: list[str] = []
@@ -120,7 +128,8 @@ def output_evidence(job: SlurmJob) -> tuple[list[Any], list[Skipped], list[str]]
         except OSError as exc:
             skipped.append(Skipped(source=name, reason=f"cannot read: {exc.strerror or exc}"))
             continue
-        hits = scan_text(_SRUN_LABEL.sub(rb"[rank\1]: ", data).decode("utf-8", "replace"), source=name)
+        labelled = pattern_table("live_patterns")["srun_label"].sub(rb"[rank\1]: ", data)
+        hits = scan_text(labelled.decode("utf-8", "replace"), source=name)
         evidence += hits
         part = f"last {_TAIL >> 20} MiB of " if size > _TAIL else ""
         notes.append(f"read the job's output file ({part}{name}): {len(hits)} matching line(s)")
@@ -166,8 +175,9 @@ def collect_nodes(job: SlurmJob, timeout: float, native: bool = False
 def demux_labels(text: str) -> dict[int, list[str]]:
     """Lines of ``srun --label`` output, by task id."""
     out: dict[int, list[str]] = {}
+    label = pattern_table("live_patterns")["srun_label_line"]
     for line in text.splitlines():
-        m = re.match(r"^\s*(\d+): ?(.*)$", line)
+        m = label.match(line)
         if m:
             out.setdefault(int(m.group(1)), []).append(m.group(2))
     return out

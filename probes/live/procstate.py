@@ -5,7 +5,6 @@ Nothing here attaches to or signals a process: it only reads.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,15 +13,9 @@ import psutil
 
 from diagnose.evidence import MemoryState, Provenance, RankEnv, RankStatus
 from diagnose.probes.live.discovery import Job, ProcInfo
+from diagnose.yamlload import pattern_table
 
 PROBE = "procstate"
-_KEEP = re.compile(
-    r"^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|GROUP_WORLD_SIZE|ROLE_RANK|MASTER_ADDR|MASTER_PORT"
-    r"|CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|NCCL_.*|TORCH_.*|TORCHELASTIC_RUN_ID|TORCHELASTIC_RESTART_COUNT"
-    r"|OMP_NUM_THREADS|MKL_NUM_THREADS|SLURM_(JOB_ID|PROCID|LOCALID|NODEID|NTASKS|NNODES|STEP_ID|JOB_NODELIST)"
-    r"|OMPI_COMM_WORLD_.*|PMI_RANK|PMI_SIZE|PMIX_RANK|MPI_LOCALRANKID|CROSS_RANK|CROSS_SIZE"
-    r"|ACCELERATE_.*|DEEPSPEED_.*|GLOO_.*|PYTHONPATH|VIRTUAL_ENV)$"
-)
 _STATUS = {psutil.STATUS_STOPPED: "stopped", psutil.STATUS_TRACING_STOP: "stopped",
            psutil.STATUS_ZOMBIE: "zombie", psutil.STATUS_DEAD: "exited"}
 
@@ -42,13 +35,14 @@ def prime(ranks: Iterable[ProcInfo]) -> dict[int, psutil.Process]:
 
 def torch_version(pid: int) -> str | None:
     """The torch version a process has loaded (from its mapped libtorch), without importing torch."""
+    table = pattern_table("live_patterns")
     try:
         with open(f"/proc/{pid}/maps") as fh:
             for line in fh:
-                m = re.search(r"(/\S+/torch)/lib/libtorch", line)
+                m = table["libtorch_mapping"].search(line)
                 if m:
                     text = Path(m.group(1), "version.py").read_text()
-                    v = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", text, re.M)
+                    v = table["torch_version_assignment"].search(text)
                     return v.group(1) if v else None
     except OSError:
         return None
@@ -69,10 +63,11 @@ def master_connections(proc: psutil.Process, port: str | None) -> int | None:
 
 def rank_env(info: ProcInfo, host: str | None) -> RankEnv:
     """The launch environment of one rank, reduced to the variables that matter."""
-    variables = {k: v for k, v in sorted(info.env.items()) if _KEEP.match(k)}
+    keep = pattern_table("live_patterns")["rank_env_keep"]
+    variables = {k: v for k, v in sorted(info.env.items()) if keep.match(k)}
     version = torch_version(info.pid)
     if version:
-        variables["torch_version"] = version
+        variables["torch_version"] = version  # not a signature: a rank_env variable
     if info.rank_var:
         variables["rank_variable"] = info.rank_var
     if info.rank_source:

@@ -26,7 +26,7 @@ import yaml
 from diagnose.evidence import Provenance, StackSample
 from diagnose.output.report import Skipped
 from diagnose.probes.live import flow
-from diagnose.yamlload import builtin_rules_dir
+from diagnose.yamlload import builtin_rules_dir, pattern_table
 
 PROBE = "stacks"
 MAX_FRAMES = 40
@@ -238,7 +238,7 @@ def _reason(pid: int, text: str) -> str:
     """A one-line reason for a failed py-spy run."""
     if not psutil.pid_exists(pid) or _state(pid) == psutil.STATUS_ZOMBIE:
         return "process ended while being probed"
-    if re.search(r"(?i)permission denied|operation not permitted", text):
+    if pattern_table("live_patterns")["ptrace_refused"].search(text):
         return "ptrace not permitted (needs CAP_SYS_PTRACE or kernel.yama.ptrace_scope=0)"
     if "Failed to find python version" in text:
         return "not a Python process"

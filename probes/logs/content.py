@@ -21,6 +21,7 @@ import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 VIEW_BYTES = 8 << 20   # parsers see at most the first 8 MiB of a file (``complete`` says when that is all)
@@ -92,7 +93,6 @@ def content_parsers() -> list[Any]:
         _LOADED = []
         for spec in BUILTIN:
             _load(spec, _LOADED)
-        from importlib.metadata import entry_points  # in-function: only when a scan runs
 
         for ep in entry_points(group=GROUP):
             _load(ep.value, _LOADED)

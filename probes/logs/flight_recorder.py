@@ -19,10 +19,10 @@ from diagnose.evidence import CollectiveState, ProcessGroup, Provenance
 from diagnose.probes.checkpoint.pickle_inspect import PickleInspectError, inspect_pickle
 from diagnose.probes.checkpoint.pickle_tree import to_skeleton
 from diagnose.probes.files import Skip
+from diagnose.yamlload import pattern_table
 
 MAX_DUMP_BYTES = 64 << 20   # real dumps are a few MiB (2,000 entries by default)
 _STATES = {"scheduled": "scheduled", "started": "started", "completed": "completed"}
-_RANK_IN_NAME = re.compile(r"(\d+)(?:\.json|\.pkl|\.pickle)?$")
 
 
 def looks_like_dump_head(head: bytes) -> bool:
@@ -131,7 +131,7 @@ def _pg_name(entry: dict[str, Any]) -> str:
 def _members(value: Any) -> tuple[int, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(int(v) for v in value if isinstance(v, int))
-    return tuple(int(v) for v in re.findall(r"\d+", str(value or "")))
+    return tuple(int(v) for v in re.findall(r"\d+", str(value or "")))  # regex: the numbers of a shape
 
 
 def _rank(dump: dict[str, Any], source: str, rank: int | None) -> int | None:
@@ -139,5 +139,5 @@ def _rank(dump: dict[str, Any], source: str, rank: int | None) -> int | None:
         return dump["rank"]
     if rank is not None:
         return rank
-    m = _RANK_IN_NAME.search(Path(source).name)
+    m = pattern_table("flight_recorder")["rank_in_name"].search(Path(source).name)
     return int(m.group(1)) if m else None

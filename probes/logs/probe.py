@@ -310,7 +310,7 @@ class LogProbe:
     def _read_all(self, names: list[str]) -> Iterable[FileResult]:
         if self.workers > 1 and len(names) > 1 and (len(names) >= PARALLEL_FILES
                                                     or total_size(Path(p) for p in names) > PARALLEL_BYTES):
-            import multiprocessing  # in-function: only big inputs pay for the pool
+            import multiprocessing  # start-up: only big inputs pay for the pool
 
             global _WORKER_SCANNER, _WORKER_PARSERS, _DUMP_SLOT
             self.scanner.prepare()  # compile (or load) once in the parent; forked workers share it

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 try:  # the stdlib's regex parser: private, so the check is skipped where it is missing
-    import re._constants as _c
-    import re._parser as _p
+    import re._constants as _c  # optional dependency: the stdlib's private regex parser
+    import re._parser as _p  # optional dependency: the stdlib's private regex parser
 except ImportError:  # pragma: no cover - other Pythons
     _p = None  # type: ignore[assignment]
 

@@ -28,7 +28,7 @@ _CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 try:  # the fast engine is optional: a correct fallback exists
-    import hyperscan  # type: ignore[import-untyped]
+    import hyperscan  # type: ignore[import-untyped]  # optional dependency: hyperscan
 except ImportError:  # pragma: no cover - exercised where the wheel is missing
     hyperscan = None
 

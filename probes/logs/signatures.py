@@ -8,6 +8,7 @@ match with their fields, and near misses that must not.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from collections.abc import Iterable
@@ -19,6 +20,7 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+import diagnose
 import diagnose.cache as scan_cache
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 from diagnose.probes.logs import regex_lint
@@ -244,3 +246,67 @@ def _first_error(exc: Exception) -> str:
         loc = ".".join(str(p) for p in err["loc"])
         return f"{loc}: {err['msg']}"
     return str(exc)
+
+
+# Module-level names under which code declares the signature names it relies on (`USES_SIGNATURES`:
+# catalog names or family globs it reads) and those it gives its own evidence (`EMITS_SIGNATURES`).
+USES, EMITS = "USES_SIGNATURES", "EMITS_SIGNATURES"
+
+
+class Declared(BaseModel):
+    """One signature name (or family glob) a module declares, where it is declared."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    kind: str = Field(description="USES_SIGNATURES or EMITS_SIGNATURES")
+    path: str
+    line: int
+
+
+def source_roots() -> tuple[Path, ...]:
+    """Folders of the package's Python sources: diagnose/ and probes/ (one folder once installed)."""
+    roots = {Path(diagnose.__file__).resolve().parent, Path(__file__).resolve().parents[1]}
+    return tuple(sorted(r for r in roots if not any(o != r and o in r.parents for o in roots)))
+
+
+def declarations(tree: ast.Module, path: str) -> list[Declared]:
+    """The names a parsed module declares at module level, read from the source (nothing is imported)."""
+    out: list[Declared] = []
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) else None)
+        if not isinstance(target, ast.Name) or target.id not in (USES, EMITS) or node.value is None:
+            continue
+        for const in ast.walk(node.value):
+            if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                out.append(Declared(name=const.value, kind=target.id, path=path, line=const.lineno))
+    return out
+
+
+def declared_signature_names(roots: Iterable[Path] | None = None) -> list[Declared]:
+    """Every declaration in the Python sources under ``roots`` (default: the package's own)."""
+    out: list[Declared] = []
+    for root in roots if roots is not None else source_roots():
+        for path in sorted(Path(root).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            out += declarations(tree, str(path))
+    return out
+
+
+def check_declared(sigs: SignatureSet, declared: Iterable[Declared] | None = None) -> list[RuleError]:
+    """A located error for each used name that neither the catalog (a glob: one of its names) nor an
+    EMITS declaration has, and for each emitted name the catalog also defines."""
+    items = list(declared if declared is not None else declared_signature_names())
+    emitted = {d.name for d in items if d.kind == EMITS}
+    errors = []
+    for d in items:
+        where = RuleLocation(d.path, d.line)
+        if d.kind == EMITS and d.name in sigs.by_name:
+            errors.append(RuleError(f"emitted signature {d.name!r} is also a catalog name ({sigs.by_name[d.name].source})",
+                                    where, "to give the code's own evidence a name of its own"))
+        elif d.kind == USES and d.name not in sigs.by_name and d.name not in emitted and not (
+                any(ch in d.name for ch in "*?[") and sigs.matching(d.name)):
+            errors.append(RuleError(f"declared signature {d.name!r} is not in the catalog", where,
+                                    "a name from rules/signatures/, a family glob that matches one, or an "
+                                    "EMITS_SIGNATURES name"))
+    return errors

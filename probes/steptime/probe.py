@@ -8,7 +8,6 @@ one metric per column, labelled by the table's header row. Never raises on input
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from diagnose.evidence import Provenance, StepMetric
 from diagnose.probes.logs.probe import rank_from_line, rank_from_path
 from diagnose.probes.steptime.scan_steps import step_database
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
+from diagnose.yamlload import pattern_table
 
 __all__ = ["parse_step_lines", "run_label"]
 
@@ -25,8 +25,6 @@ TIME_FIELDS = ("step_time", "data_time", "comm_time", "compute_time", "epoch_tim
 INT_FIELDS = ("step", "epoch", "world_size", "local_batch", "accumulation", "steps_per_epoch", "rank")
 FLOAT_FIELDS = ("throughput", "loss", "lr")
 UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
-_NUM = re.compile(r"~?\s*([-+]?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?)\s*(us|ms|sec|s|min|h)?\b")
-_RULE = re.compile(r"^:?-{2,}:?$")
 
 
 def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[StepMetric]:
@@ -179,13 +177,14 @@ def _metric(fields: dict[str, Any], source: str, line_no: int, text: str,
 def _table(line: str, header: list[str] | None, line_no: int, source: str,
            spec: StepSpec, out: list[StepMetric]) -> list[str] | None:
     cells = [c.strip() for c in line.strip("|").split("|")]
-    if not cells or all(_RULE.match(c) for c in cells if c):
+    rule, number = pattern_table("steptime_cells")["table_rule"], pattern_table("steptime_cells")["number_with_unit"]
+    if not cells or all(rule.match(c) for c in cells if c):
         return header
     field = next((f for f, rx in spec.tables.items() if rx.search(cells[0])), None)
     if field is None:
-        return cells if not any(_NUM.fullmatch(c) for c in cells[1:]) else header
+        return cells if not any(number.fullmatch(c) for c in cells[1:]) else header
     for i, cell in enumerate(cells[1:], start=1):
-        m = _NUM.fullmatch(cell)
+        m = number.fullmatch(cell)
         if not m:
             continue
         try:

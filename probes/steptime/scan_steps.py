@@ -14,7 +14,7 @@ import diagnose.cache as scan_cache
 from diagnose.probes.steptime.spec import StepSpec
 
 try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback
-    import hyperscan  # type: ignore[import-untyped]
+    import hyperscan  # type: ignore[import-untyped]  # optional dependency: hyperscan
 except ImportError:  # pragma: no cover - exercised where the wheel is missing
     hyperscan = None
 
