@@ -12,7 +12,7 @@ from pathlib import Path
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 from diagnose.evidence import EVIDENCE_KINDS
 from diagnose.predicates import REGISTRY
-from diagnose.probes.logs.signatures import SignatureSet, load_signatures
+from diagnose.probes.logs.signatures import EMITS, SignatureSet, declared_signature_names, load_signatures
 from diagnose.rulespec import PredicateCall, Rule, load_rules
 from diagnose.vocab import CAUSES, SYMPTOMS
 from diagnose.yamlload import builtin_rules_dir
@@ -124,6 +124,15 @@ def _signature_field(call: PredicateCall, attr: str, sigs: SignatureSet) -> bool
     return False
 
 
+SIGNATURE_PARAMS = ("names", "unless_reported")  # predicate parameters that list signature names
+
+
+@lru_cache(maxsize=1)
+def _emitted_names() -> frozenset[str]:
+    """Names the code gives its own evidence (read from the sources only when a name is not in the catalog)."""
+    return frozenset(d.name for d in declared_signature_names() if d.kind == EMITS)
+
+
 def _check_calls(calls: Iterable[PredicateCall], sigs: SignatureSet, err) -> dict[str, PredicateCall]:  # noqa: ANN001
     bound: dict[str, PredicateCall] = {}
     for call in calls:
@@ -135,11 +144,13 @@ def _check_calls(calls: Iterable[PredicateCall], sigs: SignatureSet, err) -> dic
         for p in call.params:
             if p not in params or p == "ctx":
                 err(f"{call.predicate}: unknown parameter {p!r}", f"one of {sorted(set(params) - {'ctx'})}")
-        for key in ("names",):
+        for key in SIGNATURE_PARAMS:
             for name in call.params.get(key, []) or []:
-                if name not in sigs.by_name and not ("*" in name and sigs.matching(name)):
-                    err(f"{call.predicate}: unknown signature {name!r}",
-                        "a name from rules/signatures/, or a family glob such as nccl_ib_* that matches one")
+                if name not in sigs.by_name and not ("*" in name and sigs.matching(name)) \
+                        and name not in _emitted_names():
+                    err(f"{call.predicate}: {key}: unknown signature {name!r}",
+                        "a name from rules/signatures/, a family glob such as nccl_ib_* that matches one, or "
+                        "a name code emits (EMITS_SIGNATURES)")
         if call.params.get("signature") and call.params["signature"] not in sigs.by_name:
             err(f"{call.predicate}: unknown signature {call.params['signature']!r}")
         if call.bind and not call.negate:

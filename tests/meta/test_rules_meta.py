@@ -49,6 +49,30 @@ def test_malformed_rule_is_located_not_a_traceback(tmp_path):
     assert "unknown cause 'nonsense'" in text and "placeholder {x.y}" in text
 
 
+def test_every_parameter_that_lists_signatures_is_checked(tmp_path):
+    """``names`` and ``unless_reported`` name signatures: an unknown one is a located error; a name the
+    code emits itself (EMITS_SIGNATURES, e.g. the hook's ``hook_exception``) is known."""
+    import contextlib
+
+    from diagnose.cli import main
+
+    rule = tmp_path / "hang"
+    rule.mkdir()
+    (rule / "quiet-rank.yaml").write_text(
+        "id: quiet-rank\ntitle: A rank ended without a word\nstatus: stable\nsymptoms: [hang_mid_run]\n"
+        "runbook: [H.scaling.occasional-hangs]\nrequires: [rank_status]\nmatch:\n"
+        "- rank_exited: {signals: [SIGTERM], unless_reported: [hook_exception, no_such_signature]}\n  as: gone\n"
+        "outcomes: [{cause: rank_failure, confidence: low, culprits: gone, message: 'rank {gone.ranks} ended'}]\n"
+        "explain: {why: 'a rank that ends without a traceback leaves its peers waiting'}\nfix: f\nnext_steps: [a]\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["rules", "check", "--rules", str(tmp_path)])
+    text = out.getvalue()
+    assert code == 2 and "quiet-rank.yaml:1" in text
+    assert "unless_reported: unknown signature 'no_such_signature'" in text
+    assert "hook_exception" not in text
+
+
 def test_modules_stay_small():
     for path in list((ROOT / "diagnose").rglob("*.py")) + list((ROOT / "probes").rglob("*.py")):
         assert len(path.read_text().splitlines()) <= 500, path
