@@ -148,9 +148,13 @@ def _matches(value: Any, equals: Any, at_least: float | None, below: float | Non
 
 @predicate(binds=("value", "detail", "tool"), kinds=("system_fact",))
 def system_fact(ctx: Context, facts: Sequence[str], equals: Any = None, at_least: float | None = None,
-                below: float | None = None) -> Binding | None:
-    """A system tool printed one of the ``facts`` with a value that equals / is >= at_least / is < below."""
-    hits = [f for f in ctx.of("system_fact") if f.name in facts and _matches(f.value, equals, at_least, below)]
+                below: float | None = None, contains: Sequence[str] = ()) -> Binding | None:
+    """A system tool printed one of the ``facts`` with a value that equals / is >= at_least / is < below, or
+    (``contains``) whose text holds one of the given substrings (case-insensitive)."""
+    wanted = tuple(str(c).lower() for c in contains)
+    hits = [f for f in ctx.of("system_fact") if f.name in facts
+            and (any(c in str(f.value).lower() for c in wanted) if wanted
+                 else _matches(f.value, equals, at_least, below))]
     if not hits:
         return None
     return _bind(hits[:10], value=hits[0].value, detail=hits[0].detail or hits[0].text or hits[0].name, tool=hits[0].tool)
