@@ -212,6 +212,8 @@ class LaunchSpec(_Evidence):
     launches_tasks: bool | None = Field(None, description="a batch script starts its processes (srun/torchrun/mpirun line)")
     inner_launcher: str | None = Field(None, description="launcher run inside this one (srun ... torchrun)")
     script: str | None = Field(None, description="the training script or module launched")
+    loader_workers: int | None = Field(None, description="DataLoader workers per process, from the script's own "
+                                                         "arguments (--num_workers, --workers, -j, num_workers=)")
     backend: str | None = Field(None, description="process-group backend named (nccl, gloo)")
     wrapper: str | None = Field(None, description="parallel wrapper named (ddp, fsdp, deepspeed, ...)")
     variables: dict[str, str] = Field(default_factory=dict, description="NCCL_*, TORCH_*, thread and rank variables set")

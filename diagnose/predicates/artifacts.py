@@ -146,11 +146,31 @@ def _matches(value: Any, equals: Any, at_least: float | None, below: float | Non
     return (at_least is None or value >= at_least) and (below is None or value < below)
 
 
+@predicate(binds=("workers", "procs", "total", "detail"), kinds=("launch_spec",))
+def loader_workers_per_node(ctx: Context, at_least: int | None = None, below: int | None = None,
+                            min_procs: int = 1) -> Binding | None:
+    """A launch command's script asks for DataLoader workers whose total on a node (workers per process x
+    processes per node, with at least ``min_procs`` processes) is >= at_least / < below."""
+    for spec in ctx.of("launch_spec"):
+        if spec.loader_workers is None:
+            continue
+        procs = spec.procs_per_node or 1
+        total = procs * spec.loader_workers
+        if procs >= min_procs and (at_least is None or total >= at_least) and (below is None or total < below):
+            return _bind([spec], workers=spec.loader_workers, procs=procs, total=total,
+                         detail=f"{procs} process(es) per node x {spec.loader_workers} workers = {total}")
+    return None
+
+
 @predicate(binds=("value", "detail", "tool"), kinds=("system_fact",))
 def system_fact(ctx: Context, facts: Sequence[str], equals: Any = None, at_least: float | None = None,
-                below: float | None = None) -> Binding | None:
-    """A system tool printed one of the ``facts`` with a value that equals / is >= at_least / is < below."""
-    hits = [f for f in ctx.of("system_fact") if f.name in facts and _matches(f.value, equals, at_least, below)]
+                below: float | None = None, contains: Sequence[str] = ()) -> Binding | None:
+    """A system tool printed one of the ``facts`` with a value that equals / is >= at_least / is < below, or
+    (``contains``) whose text holds one of the given substrings (case-insensitive)."""
+    wanted = tuple(str(c).lower() for c in contains)
+    hits = [f for f in ctx.of("system_fact") if f.name in facts
+            and (any(c in str(f.value).lower() for c in wanted) if wanted
+                 else _matches(f.value, equals, at_least, below))]
     if not hits:
         return None
     return _bind(hits[:10], value=hits[0].value, detail=hits[0].detail or hits[0].text or hits[0].name, tool=hits[0].tool)

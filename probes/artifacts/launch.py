@@ -132,6 +132,25 @@ def _fields(opts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _script_workers(args: list[str], spec: FamilySpec) -> int | None:
+    """DataLoader workers per process named by the script's own arguments (``--num_workers 8``,
+    ``--workers=8``, ``-j 8``, Hydra ``data.num_workers=8``); the names are data (``script_workers``)."""
+    names = set(spec.tables["script_workers"])
+    for i, tok in enumerate(args):
+        body, eq, val = tok.lstrip("-").partition("=")
+        key = body.replace("-", "_")
+        last = key.rsplit(".", 1)[-1]
+        if tok.startswith("-") and key in names:
+            value = val if eq else (args[i + 1] if i + 1 < len(args) else "")
+        elif not tok.startswith("-") and eq and "." in key and last in names:
+            value = val
+        else:
+            continue
+        if (n := to_int(value)) is not None and 0 <= n < 100000:
+            return n
+    return None
+
+
 def _with_env(fields: dict[str, Any], env: dict[str, str], spec: FamilySpec) -> dict[str, Any]:
     variables = {k: v for k, v in env.items() if _kept(k, spec)}
     if variables:
@@ -159,6 +178,9 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
         fields["script"] = tokens[rest]
     elif rest < len(tokens):
         fields["script"] = tokens[rest + 1] if tokens[rest] == "-m" and rest + 1 < len(tokens) else tokens[rest]
+        workers = _script_workers(tokens[rest + (2 if tokens[rest] == "-m" else 1):], spec)
+        if workers is not None:
+            fields["loader_workers"] = workers
     return [LaunchSpec(launcher=name, provenance=src.prov(no), rank=src.rank, text=cmd[:500], **fields), *inner]
 
 

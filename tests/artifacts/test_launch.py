@@ -66,6 +66,15 @@ def test_kubernetes_pytorchjob_env() -> None:
      {"procs_per_node": 8, "script": "train.py"}),
     ("user@node-1:~/proj$ CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc-per-node 4 train.py", "torchrun",
      {"procs_per_node": 4, "visible_gpus": 3, "cuda_visible_devices": "0,1,2"}),
+    # the script's own DataLoader worker options (torchvision references: -j/--workers; DeiT: --num_workers;
+    # Hydra overrides): per process, so the node runs workers x procs_per_node of them
+    ("torchrun --nproc_per_node 8 main.py --num_workers 32 --batch-size 128", "torchrun",
+     {"procs_per_node": 8, "loader_workers": 32}),
+    ("torchrun --nproc-per-node=4 train.py --data-path /data -j 6 --model resnet50", "torchrun",
+     {"loader_workers": 6}),
+    ("torchrun --standalone --nproc_per_node 2 run.py experiment=unet datamodule.num_workers=0", "torchrun",
+     {"loader_workers": 0}),
+    ("torchrun --nproc_per_node 2 train.py --epochs 3", "torchrun", {"loader_workers": None}),
 ])
 def test_command_lines(text: str, launcher: str, want: dict) -> None:
     spec = _one(text, launcher)
