@@ -67,7 +67,7 @@ class Scanner:
 
     def _compile(self) -> Any:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        exprs = [s.detect.encode() for s in self.signatures.signatures]
+        exprs = [hit_form(s.detect).encode() for s in self.signatures.signatures]
         ml = hyperscan.HS_FLAG_MULTILINE
         flags = [ml | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0) for s in self.signatures.signatures]
         db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
@@ -245,6 +245,18 @@ def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
     cut = [i for i in (buf.find(b"\n", match_end - base, limit), buf.find(b"\r", match_end - base, limit)) if i >= 0]
     hi = min(cut) if cut else limit
     return buf[lo:hi].decode("utf-8", "replace")
+
+
+_OPENING_REPEAT = re.compile(r"^((?:\(\?[a-z]+\))?(?:\(\?:)?)(\\[dSsw]|\[(?:\\.|[^\]\\])+\])\{(\d+),\d+\}")
+
+
+def hit_form(detect: str) -> str:
+    """``detect`` with its opening bounded repeat cut to the minimum (``\\S{1,256}x`` -> ``\\Sx``).
+
+    An unanchored search hits the same lines, at the same match ends, either way; the bound only keeps the
+    Python paths linear, and costs Hyperscan a third of its speed over the whole catalog."""
+    return _OPENING_REPEAT.sub(lambda m: f"{m.group(1)}{m.group(2)}" + (f"{{{m.group(3)}}}" if m.group(3) != "1" else ""),
+                               detect, count=1)
 
 
 def _traceback_fields(buf: bytes, start: int) -> dict[str, Any]:

@@ -70,3 +70,15 @@ def test_a_signature_opening_with_an_unbounded_repeat_is_refused_with_the_fix(tm
         load_signatures([tmp_path])
     text = str(err.value)
     assert "bad.yaml" in text and "unbounded repeat" in text and "\\S{1,256}" in text
+
+
+@pytest.mark.parametrize(("detect", "form"), [
+    (r"\S{1,256}\[\d+\]: segfault", r"\S\[\d+\]: segfault"),
+    (r"(?i)[\d.]{1,24} GiB", r"(?i)[\d.] GiB"),
+    (r"\d{2,12} seconds", r"\d{2} seconds"),
+    (r"foo \d{1,3}", r"foo \d{1,3}"),  # not an opening: the bound is part of what matches
+])
+def test_the_hyperscan_form_cuts_only_the_opening_bound(detect, form):
+    from diagnose.probes.logs.scanner import hit_form
+
+    assert hit_form(detect) == form
