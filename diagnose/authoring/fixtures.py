@@ -15,13 +15,20 @@ class CaseResult:
 def run_case(rule_id: str, case: dict[str, Any], rule: Any = None) -> CaseResult:
     """Evaluate one rule alone on a fixture's typed evidence and compare with ``expect``."""
     # start-up: the pytest plugin (authoring.testing) loads this module in every pytest run
+    from pydantic import ValidationError  # start-up: see above
+
+    # start-up: as above
     from diagnose.analyzers import crossrank
     from diagnose.context import Context
     from diagnose.engine import evaluate_rule
     from diagnose.evidence import parse_evidence
 
     rule = rule or _ruleset().by_id[rule_id]
-    evidence = parse_evidence(case.get("evidence") or [])
+    try:
+        evidence = parse_evidence(case.get("evidence") or [])
+    except ValidationError as exc:  # a malformed fixture is a failed case with its reason, not a crash
+        err = exc.errors()[0]
+        return CaseResult(False, f"fixture evidence does not validate: {'.'.join(map(str, err['loc']))}: {err['msg']}")
     evidence += crossrank.derive(evidence)
     finding = evaluate_rule(rule, Context(evidence))
     expect = case.get("expect")

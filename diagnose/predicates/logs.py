@@ -13,7 +13,8 @@ from diagnose.ranks import SIGNAL_NAMES, format_ranks, plausible_world
 USES_SIGNATURES = frozenset({
     "python_exception*", "python_exception", "python_exception_repr", "python_exception_type_last",
     "hook_exception", "collective_fingerprint_mismatch", "launch_nproc_per_node", "cuda_visible_devices_setting",
-    "ddp_member_banner", "store_clients_missing", "store_based_barrier_waiting",
+    "ddp_member_banner", "store_clients_missing", "store_based_barrier_waiting", "oserror_no_such_file",
+    "oserror_is_a_directory",
 })
 
 
@@ -288,7 +289,7 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
             and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types
             and (not types or _exc_type(e).rsplit(".", 1)[-1] in types)
             and (not user_frames_only or _in_user_code(e, user_frames_only))
-            and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS)]
+            and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS - _RESTATED)]
     if not hits:
         return None
     hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
@@ -360,6 +361,9 @@ def _in_user_code(line: Any, markers: Sequence[str]) -> bool:
 
 _EXCEPTION_LINES = "python_exception*"
 _EXCEPTIONS = {"python_exception", "python_exception_repr", "python_exception_type_last", "hook_exception"}
+# errno lines that only restate the exception (a path the user's code opened is not there): they leave the
+# line to the user-code rules; on a checkpoint path oserror_on_checkpoint_path also matches and explains it.
+_RESTATED = {"oserror_no_such_file", "oserror_is_a_directory"}
 
 
 def _exc_type(line: Any) -> str:
