@@ -41,7 +41,7 @@ def collect(job: str, timeout: float = 10.0, *, native: bool = False
                                           stacks.frame_signatures()["library_re"])
     if moved:
         stacks.relabel(sampled, {i.pid: i.rank for i in found.ranks})
-    if _nothing_decided(sampled.evidence):  # every rank works, none moved yet: look once more, later
+    if _nothing_decided(sampled.evidence):  # slow or stuck is not decided yet: look once more, later
         targets = [stacks.Target(pid=i.pid, rank=i.rank, host=host) for i in found.ranks]
         stacks.sample_stacks(targets, samples=1, interval=LATER_S, timeout=per_dump, first=2, out=sampled,
                              native_for=())
@@ -59,9 +59,16 @@ LATER_S = 1.0  # the third sample of a job whose ranks all work: a slow step sho
 
 
 def _nothing_decided(samples: list[Any]) -> bool:
-    """No rank waits in a collective and none has moved: two quick samples cannot tell slow from stuck."""
+    """Two quick samples cannot tell slow from stuck: no rank waits in a collective and none has moved, or
+    some ranks moved and others not yet (steps longer than the gap between samples). A hang where no rank
+    moves is decided at once and pays no later sample."""
     views = rank_views(samples)
-    return bool(views) and not any(v.moving or v.activity in WAITING for v in views.values())
+    if not views:
+        return False
+    moved = [v.moving for v in views.values()]
+    if any(moved):
+        return not all(moved)
+    return not any(v.activity in WAITING for v in views.values())
 
 
 def _progress_notes(evidence: list[Any]) -> list[str]:
