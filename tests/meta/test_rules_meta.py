@@ -29,6 +29,18 @@ def test_generated_docs_are_fresh():
         assert path.exists() and path.read_text(encoding="utf-8") == text, f"{rel} is stale: run `diagnose rules docs`"
 
 
+def _rules_check(site: Path) -> tuple[int, str]:
+    """``diagnose rules check --rules SITE`` in-process: its exit code and what it printed."""
+    import contextlib
+
+    from diagnose.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["rules", "check", "--rules", str(site)])
+    return code, out.getvalue()
+
+
 def test_malformed_rule_is_located_not_a_traceback(tmp_path):
     bad = tmp_path / "hang"
     bad.mkdir()
@@ -36,14 +48,7 @@ def test_malformed_rule_is_located_not_a_traceback(tmp_path):
                                           "requires: [log_line]\nmatch:\n  - no_such_predicate: {}\n"
                                           "outcomes: [{cause: nonsense, confidence: high, message: '{x.y}'}]\n"
                                           "explain: {why: 'long enough text here'}\nfix: f\nnext_steps: [a]\n")
-    import contextlib
-
-    from diagnose.cli import main
-
-    err = io.StringIO()
-    with contextlib.redirect_stdout(err):
-        code = main(["rules", "check", "--rules", str(tmp_path)])
-    text = err.getvalue()
+    code, text = _rules_check(tmp_path)
     assert code == 2
     assert "broken-rule.yaml:1" in text and "unknown predicate 'no_such_predicate'" in text
     assert "unknown cause 'nonsense'" in text and "placeholder {x.y}" in text
@@ -52,10 +57,6 @@ def test_malformed_rule_is_located_not_a_traceback(tmp_path):
 def test_every_parameter_that_lists_signatures_is_checked(tmp_path):
     """``names`` and ``unless_reported`` name signatures: an unknown one is a located error; a name the
     code emits itself (EMITS_SIGNATURES, e.g. the hook's ``hook_exception``) is known."""
-    import contextlib
-
-    from diagnose.cli import main
-
     rule = tmp_path / "hang"
     rule.mkdir()
     (rule / "quiet-rank.yaml").write_text(
@@ -64,10 +65,7 @@ def test_every_parameter_that_lists_signatures_is_checked(tmp_path):
         "- rank_exited: {signals: [SIGTERM], unless_reported: [hook_exception, no_such_signature]}\n  as: gone\n"
         "outcomes: [{cause: rank_failure, confidence: low, culprits: gone, message: 'rank {gone.ranks} ended'}]\n"
         "explain: {why: 'a rank that ends without a traceback leaves its peers waiting'}\nfix: f\nnext_steps: [a]\n")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(["rules", "check", "--rules", str(tmp_path)])
-    text = out.getvalue()
+    code, text = _rules_check(tmp_path)
     assert code == 2 and "quiet-rank.yaml:1" in text
     assert "unless_reported: unknown signature 'no_such_signature'" in text
     assert "hook_exception" not in text
