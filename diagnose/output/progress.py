@@ -6,6 +6,7 @@ elapsed time."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -26,7 +27,14 @@ from rich.progress import (
 
 from diagnose.probes import progress as probe_progress
 
-DELAY_S = 1.0
+DELAY_S = 1.0  # DIAGNOSE_PROGRESS_DELAY (seconds) changes it
+
+
+def _delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get("DIAGNOSE_PROGRESS_DELAY", DELAY_S)))
+    except ValueError:
+        return DELAY_S
 
 
 class _Bar:
@@ -65,14 +73,14 @@ class _Bar:
 
 
 @contextmanager
-def progress(what: str, stream: Any = None, delay: float = DELAY_S) -> Iterator[None]:
+def progress(what: str, stream: Any = None, delay: float | None = None) -> Iterator[None]:
     """Show the bar on ``stream`` (stderr) once ``what`` has run ``delay`` seconds, if it is a terminal."""
     stream = stream or sys.stderr
     if not (hasattr(stream, "isatty") and stream.isatty()):
         yield
         return
     bar = _Bar(what, stream)
-    timer = threading.Timer(delay, bar.start)
+    timer = threading.Timer(_delay() if delay is None else delay, bar.start)
     timer.daemon = True
     timer.start()
     try:

@@ -213,7 +213,8 @@ def test_logs_on_a_terminal_draws_a_byte_bar_on_stderr_only(tmp_path):
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     proc = subprocess.run([sys.executable, "-m", "diagnose.cli", "logs", str(log), "--json"], stdout=subprocess.PIPE,
-                          stderr=follower, env=dict(os.environ, COLUMNS="120"), timeout=300)
+                          stderr=follower, env=dict(os.environ, COLUMNS="120", DIAGNOSE_PROGRESS_DELAY="0"),
+                          timeout=300)
     os.close(follower)
     reader.join(timeout=5)
     os.close(leader)
