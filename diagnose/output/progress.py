@@ -59,7 +59,7 @@ class _Bar:
     def update(self, kind: str, units: int) -> None:
         with self.lock:
             if kind == "begin":
-                self.total, self.done = (self.total or 0) + units, self.done
+                self.total = (self.total or 0) + units
             else:
                 self.done += units
             if self.task is not None:

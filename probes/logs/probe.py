@@ -289,9 +289,9 @@ class LogProbe:
         records: list[Any] = []
         parsed: list[Any] = []
         notes: list[str] = []
-        sizes = [_size(f) for f in files]
+        sizes = [total_size((f,)) for f in files]  # one stat per file: the progress bar and the pool decision
         progress.begin(sum(sizes))
-        for res, name, size in zip(self._read_all(names), names, sizes, strict=True):
+        for res, name, size in zip(self._read_all(names, sum(sizes)), names, sizes, strict=True):
             progress.advance(size)
             if res.scanned:
                 out.scanned.append(name)
@@ -307,9 +307,8 @@ class LogProbe:
         out.notes.extend(_merge_notes(notes))
         return out
 
-    def _read_all(self, names: list[str]) -> Iterable[FileResult]:
-        if self.workers > 1 and len(names) > 1 and (len(names) >= PARALLEL_FILES
-                                                    or total_size(Path(p) for p in names) > PARALLEL_BYTES):
+    def _read_all(self, names: list[str], total_bytes: int) -> Iterable[FileResult]:
+        if self.workers > 1 and len(names) > 1 and (len(names) >= PARALLEL_FILES or total_bytes > PARALLEL_BYTES):
             import multiprocessing  # start-up: only big inputs pay for the pool
 
             global _WORKER_SCANNER, _WORKER_PARSERS, _DUMP_SLOT
@@ -325,13 +324,6 @@ class LogProbe:
         else:
             for path in names:
                 yield read_one(path, self.scanner, self.parsers)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _merge_notes(notes: list[str]) -> list[str]:
