@@ -272,6 +272,28 @@ def metric_spread(ctx: Context, across: str, at_least: float, metrics: Sequence[
     return None
 
 
+@predicate(binds=("step", "low", "high", "spread", "runs"), kinds=("step_metric",))
+def same_setup_losses_differ(ctx: Context, at_least: float) -> Binding | None:
+    """Two or more logs of the same training (same or unstated world size, no rank) report different losses at
+    the same epoch and step, by at least ``at_least`` (relative)."""
+    by_run: dict[str, dict[tuple[int | None, int], Any]] = defaultdict(dict)
+    for m in ctx.of("step_metric"):
+        if m.loss is not None and m.rank is None and m.step is not None:
+            by_run[m.run or m.provenance.source or ""].setdefault((m.epoch, m.step), m)
+    if len(by_run) < 2 or len({next(iter(r.values())).world_size for r in by_run.values()}) > 1:
+        return None
+    runs = list(by_run.values())
+    common = sorted(set.intersection(*(set(r) for r in runs)), key=lambda k: (k[0] or 0, k[1]))
+    for key in common:
+        cited = [r[key] for r in runs]
+        vals = [m.loss for m in cited]
+        lo, hi = min(vals), max(vals)
+        if (hi - lo) / (abs(mean(vals)) or 1.0) >= at_least:
+            return _bind(cited[:4], step=f"epoch {key[0]} step {key[1]}" if key[0] is not None else f"step {key[1]}",
+                         low=lo, high=hi, spread=round((hi - lo) / (abs(mean(vals)) or 1.0), 4), runs=len(runs))
+    return None
+
+
 @predicate(binds=("field", "values", "formats"), kinds=("config_setting",))
 def config_differs(ctx: Context, fields: Sequence[str]) -> Binding | None:
     """Configs from different files set one of ``fields`` differently (e.g. ZeRO stage between save and resume)."""

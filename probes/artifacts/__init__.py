@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from diagnose.evidence import dump_evidence
-from diagnose.probes.artifacts import configs, launch, metrics, system
+from diagnose.probes.artifacts import configs, launch, metrics, prose, system
 from diagnose.probes.artifacts.source import Source
 
 __all__ = ["parse", "records", "FAMILIES", "MAX_BYTES", "PRODUCES"]
 
-FAMILIES = (launch, configs, system, metrics)
+FAMILIES = (launch, configs, system, metrics, prose)
 MAX_BYTES = 4 << 20  # larger files are logs, not pasted artifacts: only their head is read
 PRODUCES = frozenset({"launch_spec", "config_setting", "system_fact", "metric_series", "step_metric"})
 

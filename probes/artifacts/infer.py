@@ -42,13 +42,23 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
             return facts
     if "step_terms" in when:
         steps = [e for e in ev if e.kind == "step_metric" and any(getattr(e, t) for t in when["step_terms"])]
-        if len(steps) >= 2:
+        if len(steps) >= 2 and _share(steps, when["step_terms"]) >= when.get("min_share", 0.0):
             return steps
+    if "loss_runs" in when:  # the same training logged twice: a comparison of results
+        losses = [e for e in ev if e.kind == "step_metric" and e.loss is not None and e.rank is None]
+        if len({e.run or e.provenance.source for e in losses}) >= when["loss_runs"]:
+            return losses
     if when.get("launch_only"):
         launches = [e for e in ev if e.kind == "launch_spec"]
         if launches and not any(e.kind in RAN or e.kind == "log_line" for e in ev):
             return launches
     return None
+
+
+def _share(steps: Sequence[Any], terms: Sequence[str]) -> float:
+    """Median share of the step that ``terms`` take, where the step time is known (1.0 where it never is)."""
+    shares = sorted(sum(getattr(e, t) or 0.0 for t in terms) / e.step_time for e in steps if e.step_time)
+    return shares[len(shares) // 2] if shares else 1.0
 
 
 def infer_symptoms(evidence: Sequence[Any]) -> list[InferredSymptom]:
