@@ -56,9 +56,11 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
 
 
 def _share(steps: Sequence[Any], terms: Sequence[str]) -> float:
-    """Median share of the step that ``terms`` take, where the step time is known (1.0 where it never is)."""
-    shares = sorted(sum(getattr(e, t) or 0.0 for t in terms) / e.step_time for e in steps if e.step_time)
-    return shares[len(shares) // 2] if shares else 1.0
+    """Share of the step time that ``terms`` take over all steps whose time is known (spikes count in full);
+    1.0 where no step time is known."""
+    timed = [e for e in steps if e.step_time]
+    total = sum(e.step_time for e in timed)
+    return sum(getattr(e, t) or 0.0 for e in timed for t in terms) / total if total else 1.0
 
 
 def infer_symptoms(evidence: Sequence[Any]) -> list[InferredSymptom]:
