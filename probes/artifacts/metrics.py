@@ -2,7 +2,9 @@
 
 A table counts when its header names a world-size or seed column and at least one measure; each data
 row becomes a StepMetric (so the scaling analyzer computes eta across world sizes) and one MetricSeries
-per measure (so rules can compare results across seeds or world sizes). Rows are capped.
+per measure (so rules can compare results across seeds or world sizes). Rows are capped. Lists of one
+result per line keyed by a GPU count (``8 gpus: 0.5373``) count the same way when one measure is given
+at two or more counts.
 """
 
 from __future__ import annotations
@@ -93,10 +95,13 @@ def _rows(src: Source, spec: FamilySpec) -> list[tuple[int, list[str], int]]:
 
 
 def parse(src: Source) -> list[Any]:
-    """Every qualifying metric table in ``src``."""
+    """Every qualifying metric table in ``src``, then its lists of results keyed by a GPU count."""
     spec = family("metrics")
-    if "|" not in src.text and "," not in src.text and "\t" not in src.text:
-        return []
+    out = _tables(src, spec) if ("|" in src.text or "," in src.text or "\t" in src.text) else []
+    return out + _keyed_lines(src, spec)
+
+
+def _tables(src: Source, spec: FamilySpec) -> list[Any]:
     out: list[Any] = []
     header: list[tuple[str | None, float, str]] | None = None
     current = -1
@@ -131,4 +136,48 @@ def _row_evidence(src: Source, no: int, row: dict[str, Any], header: list[tuple[
             out.append(MetricSeries(name=name.lower() if field == "metric" else field, run=label, world_size=ws,
                                     seed=seed, values=(float(row[field]),), provenance=src.prov(no), rank=src.rank,
                                     text=text))
+    return out
+
+
+def _line_measure(unit: str, label: str, spec: FamilySpec) -> tuple[str, float] | None:
+    """(measure, factor to seconds or 1) of a keyed line's unit, or None for a unit that names no measure."""
+    units = spec.tables["line_units"]
+    unit = unit.lower()
+    if unit in units["throughput"]:
+        return "throughput", 1.0
+    if unit in units["time"]:
+        epoch = any(w in label.lower() for w in spec.tables["epoch_words"])
+        return ("epoch_time" if epoch else "step_time"), float(spec.tables["units"].get(unit, 1.0))
+    if unit in units["metric"]:
+        return "metric", 1.0
+    return None
+
+
+def _keyed_lines(src: Source, spec: FamilySpec) -> list[Any]:
+    """Results keyed by a GPU count, one per line, when a measure appears at two or more counts."""
+    pattern = spec.by_name["ws_line"]
+    if pattern not in spec.present(src.text):
+        return []
+    rx, cap = pattern.compiled, int(spec.tables["max_line_results"])
+    found: dict[str, list[tuple[int, int, float, str]]] = {}
+    for no, line in enumerate(src.lines, 1):
+        if not (m := rx.match(line)) or (num := to_float(m.group("num"))) is None:
+            continue
+        label = f"{m.group('label')} {m.group('what')}"
+        if (measure := _line_measure(m.group("unit") or "", label, spec)) is None:
+            continue
+        found.setdefault(measure[0], []).append((no, int(m.group("n")), num * measure[1], line.strip()[:500]))
+        if sum(map(len, found.values())) >= cap:
+            break
+    out: list[Any] = []
+    for measure, rows in found.items():
+        if len({ws for _, ws, _, _ in rows}) < 2:
+            continue
+        for no, ws, value, text in rows:
+            label = f"{src.path}:line{no}:{ws} GPUs"
+            if measure != "metric":
+                out.append(StepMetric(run=label, world_size=ws, provenance=src.prov(no), rank=src.rank, text=text,
+                                      **{measure: value}))
+            out.append(MetricSeries(name=measure, run=label, world_size=ws, values=(value,), provenance=src.prov(no),
+                                    rank=src.rank, text=text))
     return out

@@ -42,3 +42,42 @@ def test_tsv_world_sizes_with_units() -> None:
 def test_tables_without_world_size_or_seed_are_not_metrics() -> None:
     found, _ = parse("x.md", "| name | value |\n|---|---|\n| lr | 0.1 |\n| epochs | 3 |\n")
     assert not [e for e in found if e.kind in ("step_metric", "metric_series")]
+
+
+KEYED = """mIoU on the validation set, same config, only the number of GPUs changed:
+1 gpu: 0.7729
+2 gpus: 0.7750
+4 gpus: 0.7478
+8 gpus: 0.5373
+"""
+
+
+def test_results_keyed_by_gpu_count_become_series() -> None:
+    found, _ = parse("report.txt", KEYED)
+    series = [e for e in found if e.kind == "metric_series"]
+    assert [(s.world_size, s.values, s.name) for s in series] == [
+        (1, (0.7729,), "metric"), (2, (0.775,), "metric"), (4, (0.7478,), "metric"), (8, (0.5373,), "metric")]
+    assert series[3].provenance.line == 5 and series[3].text == "8 gpus: 0.5373"
+    assert not [e for e in found if e.kind == "step_metric"]  # an accuracy is not a step measurement
+
+
+def test_keyed_throughput_with_units_becomes_step_metrics() -> None:
+    found, _ = parse("bench.txt", "4GPU max performance : busbw 35GB/s\n8 GPU max performance \uff1abusbw 28GB/s\n"
+                                  "8 gpus: 120 ms\n")
+    steps = [e for e in found if e.kind == "step_metric"]
+    assert [(s.world_size, s.throughput) for s in steps] == [(4, 35.0), (8, 28.0)]  # one step time: no series
+    found, _ = parse("epochs.txt", "1 GPU: 49 s per epoch\n4 GPUs: 82 s per epoch\n")
+    assert not found  # the unit must end the line: a trailing phrase is prose, not a keyed result
+    found, _ = parse("epochs.txt", "1 GPU (epoch): 49 s\n4 GPUs (epoch): 82 s\n")
+    assert [(s.world_size, s.epoch_time) for s in found if s.kind == "step_metric"] == [(1, 49.0), (4, 82.0)]
+
+
+@pytest.mark.parametrize("text", [
+    "using 4 GPUs: 0,1,2,3\nusing 8 GPUs: 0,1,2,3,4,5,6,7\n",   # device lists, not results
+    "8 GPUs: NVIDIA H100\n4 GPUs: NVIDIA A100\n",                 # model names
+    "8 gpus: 0.5373\n",                                           # one count: nothing to compare
+    "8 gpus: 0.53\n4 gpus: 12 widgets\n",                         # a unit that names no measure
+])
+def test_keyed_lines_that_are_not_results(text: str) -> None:
+    found, _ = parse("notes.txt", text)
+    assert not [e for e in found if e.kind in ("metric_series", "step_metric")]

@@ -78,3 +78,11 @@ def test_versions_differ_between_two_nodes_collect_env(tmp_path: Path, fixture_t
     report = run_logs([tmp_path])
     assert report.causes and report.causes[0].id == "version_mismatch"
     assert "2.12.1+cpu vs 2.13.0+cpu" in report.causes[0].summary
+
+
+def test_results_keyed_by_gpu_count_are_a_divergence_question(tmp_path: Path) -> None:
+    text = "1 gpu: 0.7729\n2 gpus: 0.7750\n4 gpus: 0.7478\n8 gpus: 0.5373\n"
+    report = run_logs([_folder(tmp_path, {"miou.txt": text})])
+    assert report.symptom == "divergence"
+    assert {"effective_batch_change", "batchnorm_sync"} <= {c.id for c in report.causes[:3]}
+    assert any((e.source or "").endswith("miou.txt") for e in report.causes[0].evidence)
