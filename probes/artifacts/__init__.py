@@ -24,9 +24,14 @@ def parse(path: str, text: str, rank: int | None = None) -> tuple[list[Any], lis
     """Evidence of every artifact family in ``text`` and notes on what could not be parsed."""
     src = Source(path, text[:MAX_BYTES], rank)
     out: list[Any] = []
+    measured: set[int | None] = set()  # lines a table or keyed parser already read: prose does not read them again
     for fam in FAMILIES:
         try:
-            out += fam.parse(src)
+            got = fam.parse(src)
+            if fam is prose:
+                got = [e for e in got if e.provenance.line not in measured]
+            measured.update(e.provenance.line for e in got if e.kind in ("step_metric", "metric_series"))
+            out += got
         except (ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:  # bad input: note, go on
             src.notes.append(f"{path}: {fam.__name__.rsplit('.', 1)[-1]} not read: {str(exc)[:120]}")
     if len(text) > MAX_BYTES:
