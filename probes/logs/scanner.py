@@ -32,6 +32,8 @@ _TRACEBACK_START = "Traceback (most recent call last)"
 _CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
+_NUMPY: Any = None  # set by Scanner.prepare where numpy is installed
+
 try:  # the fast engine is optional: a correct fallback exists
     import hyperscan  # type: ignore[import-untyped]  # optional dependency: hyperscan
 except ImportError:  # pragma: no cover - exercised where the wheel is missing
@@ -63,8 +65,15 @@ class Scanner:
         self.engine = engine or ("hyperscan" if hyperscan is not None else "re")
 
     def prepare(self) -> None:
-        """Build the scan database now (before forking workers that should share it)."""
+        """Build the scan database now (before forking workers that should share it), and take numpy
+        where it is installed to count newlines (big inputs only: its import costs a tenth of a second)."""
+        global _NUMPY
         _ = self._hs_db if self.engine == "hyperscan" else self._re_any
+        try:
+            import numpy  # optional dependency: newline counts at memory speed (bytes.count: ~1 GB/s)
+        except ImportError:  # pragma: no cover - where numpy is missing
+            return
+        _NUMPY = numpy
 
     @cached_property
     def _hs_db(self) -> Any:
@@ -256,7 +265,7 @@ class _ScanState:
         if self.uncounted:
             self._count_uncounted(0)
         if start > self.nl_pos:
-            self.nl_count += self.orig.count(b"\n", self.nl_pos - self.base, start - self.base)
+            self.nl_count += _count_newlines(self.orig, self.nl_pos - self.base, start - self.base)
             self.nl_pos = start
         return self.nl_count + 1
 
@@ -276,8 +285,15 @@ class _ScanState:
         """Count the newlines of the oldest deferred pieces until at most ``keep`` bytes remain deferred."""
         while self.uncounted and self.uncounted_bytes > keep:
             data, lo, hi = self.uncounted.pop(0)
-            self.nl_count += data.count(b"\n", lo, hi)
+            self.nl_count += _count_newlines(data, lo, hi)
             self.uncounted_bytes -= hi - lo
+
+
+def _count_newlines(data: bytes, lo: int, hi: int) -> int:
+    """Newlines in ``data[lo:hi]`` (numpy on big spans once ``Scanner.prepare`` found it)."""
+    if _NUMPY is not None and hi - lo > 1 << 16:
+        return int(_NUMPY.count_nonzero(_NUMPY.frombuffer(data, _NUMPY.uint8, hi - lo, lo) == 10))
+    return data.count(b"\n", lo, hi)
 
 
 def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
