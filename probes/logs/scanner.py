@@ -11,9 +11,12 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import diagnose.cache as scan_cache
+from diagnose.probes.logs import scan_form as scan_form_module
+from diagnose.probes.logs.scan_form import hit_form, scan_form
 from diagnose.probes.logs.scan_normalize import strip_ansi, wrapped_joins
 from diagnose.probes.logs.signatures import Signature, SignatureSet
 
@@ -21,11 +24,15 @@ MAX_LINE = 4096          # bytes of a hit line kept as evidence text
 TRACEBACK_LOOKBACK = 24_000
 LONG_LINE = 32 << 20     # a line longer than this is scanned in pieces that overlap by OVERLAP
 OVERLAP = 64 << 10       # (a match longer than this across a piece boundary is not seen)
+LONG_LINE_WINDOWS = 64   # candidate windows tried per signature on one long line
+UNCOUNTED_MAX = 32 << 20  # dropped bytes whose newlines wait for a hit that needs a line number
 CONTEXT = max(TRACEBACK_LOOKBACK, MAX_LINE)  # bytes kept before the scan point
 _WRITER = re.compile(r"(?:\([^)]*\) )?\[(?:rank|default)\d+\]:|\d+: ")  # who wrote an interleaved line
 _TRACEBACK_START = "Traceback (most recent call last)"
 _CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+_NUMPY: Any = None  # set by Scanner.prepare where numpy is installed
 
 try:  # the fast engine is optional: a correct fallback exists
     import hyperscan  # type: ignore[import-untyped]  # optional dependency: hyperscan
@@ -58,16 +65,24 @@ class Scanner:
         self.engine = engine or ("hyperscan" if hyperscan is not None else "re")
 
     def prepare(self) -> None:
-        """Build the scan database now (before forking workers that should share it)."""
+        """Build the scan database now (before forking workers that should share it), and take numpy
+        where it is installed to count newlines (big inputs only: its import costs a tenth of a second)."""
+        global _NUMPY
         _ = self._hs_db if self.engine == "hyperscan" else self._re_any
+        try:
+            import numpy  # optional dependency: newline counts at memory speed (bytes.count: ~1 GB/s)
+        except ImportError:  # pragma: no cover - where numpy is missing
+            return
+        _NUMPY = numpy
 
     @cached_property
     def _hs_db(self) -> Any:
-        return scan_cache.hyperscan_database(f"signatures-{self.signatures.digest}", self._compile)
+        forms = scan_cache.digest([Path(scan_form_module.__file__).read_bytes()])[:8]  # how detects become forms
+        return scan_cache.hyperscan_database(f"signatures-{self.signatures.digest}-{forms}", self._compile)
 
     def _compile(self) -> Any:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        exprs = [hit_form(s.detect).encode() for s in self.signatures.signatures]
+        exprs = [scan_form(s.detect, s.caseless).encode() for s in self.signatures.signatures]
         ml = hyperscan.HS_FLAG_MULTILINE
         flags = [ml | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0) for s in self.signatures.signatures]
         db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
@@ -118,8 +133,9 @@ class Scanner:
         # A lone CR (tqdm redrawing its bar) ends a line for the patterns too: it is scanned as a LF,
         # byte for byte, while line numbers count the original LFs (kept in `orig`).
         scanned = block.replace(b"\r", b"\n") if b"\r" in block else block
+        same = st.orig is st.buf and scanned is block  # no CR kept: one buffer serves both (one copy)
         st.buf = st.buf + scanned if st.buf else scanned
-        st.orig = st.orig + block if st.orig else block
+        st.orig = st.buf if same else (st.orig + block if st.orig else block)
         while True:
             lo = st.scan_from - st.base
             if final:
@@ -140,9 +156,10 @@ class Scanner:
             st.scan_from = max(next_from, st.scan_from + 1) if not final else cut
             keep_from = max(0, min(st.scan_from, st.accepted) - CONTEXT - st.base)
             if keep_from:
-                st.line_no_at(st.base + keep_from, st.buf, st.base)  # count the newlines about to go
+                st.defer_count(st.base + keep_from)  # the newlines about to go are counted when a hit needs them
+                same = st.orig is st.buf
                 st.buf = st.buf[keep_from:]
-                st.orig = st.orig[keep_from:]
+                st.orig = st.buf if same else st.orig[keep_from:]
                 st.base += keep_from
             if final or accept == cut:
                 return
@@ -151,6 +168,7 @@ class Scanner:
         buf, base = st.buf, st.base
         region = memoryview(buf)[r0 - base:r1 - base]
         found: dict[int, dict[int, int]] = {}  # line start -> signature index -> first match end
+        more: dict[tuple[int, int], list[int]] = {}  # (long line start, signature) -> ends with their own windows
 
         def seg_start(end: int) -> int:
             """Start of the line that holds the byte before ``end`` (amortised linear)."""
@@ -169,9 +187,15 @@ class Scanner:
                 end += r0
                 if end <= st.accepted or end > accept:
                     return
-                line = found.setdefault(seg_start(end), {})
-                if sig_id not in line:
+                start = seg_start(end)
+                line = found.setdefault(start, {})
+                first = line.get(sig_id)
+                if first is None:
                     line[sig_id] = end
+                elif end - start > MAX_LINE // 2:  # a long line: a literal form may first hit where the regex fails
+                    ends = more.setdefault((start, sig_id), [first])
+                    if len(ends) < LONG_LINE_WINDOWS and end - ends[-1] >= MAX_LINE // 2:
+                        ends.append(end)
             self._hs_db.scan(region, match_event_handler=on_match)
         else:
             every = range(len(self.signatures))  # the exact regexes decide on each candidate line
@@ -186,9 +210,10 @@ class Scanner:
                     yield from self._hits_at(st, {start: dict.fromkeys(every, end)})
                 elif start not in found:
                     found[start] = dict.fromkeys(every, end)
-        yield from self._hits_at(st, found)
+        yield from self._hits_at(st, found, more)
 
-    def _hits_at(self, st: _ScanState, found: dict[int, dict[int, int]]) -> Iterator[Hit]:
+    def _hits_at(self, st: _ScanState, found: dict[int, dict[int, int]],
+                 more: dict[tuple[int, int], list[int]] | None = None) -> Iterator[Hit]:
         sigs = self.signatures.signatures
         buf, base = st.buf, st.base
         for start in sorted(found):
@@ -196,14 +221,17 @@ class Scanner:
             windows: dict[int, str] = {}
             if start != st.line_start:
                 st.line_start, st.line_sigs = start, set()
-            for sig_idx, end in sorted(found[start].items()):
+            for sig_idx, first_end in sorted(found[start].items()):
                 sig = sigs[sig_idx]
                 if sig_idx in st.line_sigs:  # one hit per signature and line (long lines span pieces)
                     continue
-                key = end if end - start > MAX_LINE // 2 else -1
-                if key not in windows:
-                    windows[key] = _line_window(buf, base, start, end)
-                fields = sig.match(windows[key])
+                for end in (more or {}).get((start, sig_idx), (first_end,)):
+                    key = end if end - start > MAX_LINE // 2 else -1
+                    if key not in windows:
+                        windows[key] = _line_window(buf, base, start, end)
+                    fields = sig.match(windows[key])
+                    if fields is not None:
+                        break
                 if fields is None:
                     continue
                 st.line_sigs.add(sig_idx)
@@ -228,13 +256,44 @@ class _ScanState:
     line_start: int = -1     # the line whose hits are being reported, and its signatures already hit
     line_sigs: set[int] = field(default_factory=set)
 
+    uncounted: list[tuple[bytes, int, int]] = field(default_factory=list)  # dropped bytes not yet counted
+    uncounted_bytes: int = 0
+
     def line_no_at(self, start: int, buf: bytes, base: int) -> int:
         """1-based line number at ``start`` (offsets only move forward; a line start before the
         counted point has no newline after it up to there)."""
+        if self.uncounted:
+            self._count_uncounted(0)
         if start > self.nl_pos:
-            self.nl_count += self.orig.count(b"\n", self.nl_pos - self.base, start - self.base)
+            self.nl_count += _count_newlines(self.orig, self.nl_pos - self.base, start - self.base)
             self.nl_pos = start
         return self.nl_count + 1
+
+    def defer_count(self, upto: int) -> None:
+        """The kept bytes before ``upto`` are about to be dropped: keep them (not a copy) to count their
+        newlines only when a later hit needs a line number, so bytes after a file's last hit are never
+        counted; past UNCOUNTED_MAX bytes the oldest are counted and let go."""
+        if upto <= self.nl_pos:
+            return
+        self.uncounted.append((self.orig, self.nl_pos - self.base, upto - self.base))
+        self.uncounted_bytes += upto - self.nl_pos
+        self.nl_pos = upto
+        if self.uncounted_bytes > UNCOUNTED_MAX:
+            self._count_uncounted(UNCOUNTED_MAX // 2)
+
+    def _count_uncounted(self, keep: int) -> None:
+        """Count the newlines of the oldest deferred pieces until at most ``keep`` bytes remain deferred."""
+        while self.uncounted and self.uncounted_bytes > keep:
+            data, lo, hi = self.uncounted.pop(0)
+            self.nl_count += _count_newlines(data, lo, hi)
+            self.uncounted_bytes -= hi - lo
+
+
+def _count_newlines(data: bytes, lo: int, hi: int) -> int:
+    """Newlines in ``data[lo:hi]`` (numpy on big spans once ``Scanner.prepare`` found it)."""
+    if _NUMPY is not None and hi - lo > 1 << 16:
+        return int(_NUMPY.count_nonzero(_NUMPY.frombuffer(data, _NUMPY.uint8, hi - lo, lo) == 10))
+    return data.count(b"\n", lo, hi)
 
 
 def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
@@ -245,18 +304,6 @@ def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
     cut = [i for i in (buf.find(b"\n", match_end - base, limit), buf.find(b"\r", match_end - base, limit)) if i >= 0]
     hi = min(cut) if cut else limit
     return buf[lo:hi].decode("utf-8", "replace")
-
-
-_OPENING_REPEAT = re.compile(r"^((?:\(\?[a-z]+\))?(?:\(\?:)?)(\\[dSsw]|\[(?:\\.|[^\]\\])+\])\{(\d+),\d+\}")
-
-
-def hit_form(detect: str) -> str:
-    """``detect`` with its opening bounded repeat cut to the minimum (``\\S{1,256}x`` -> ``\\Sx``).
-
-    An unanchored search hits the same lines, at the same match ends, either way; the bound only keeps the
-    Python paths linear, and costs Hyperscan a third of its speed over the whole catalog."""
-    return _OPENING_REPEAT.sub(lambda m: f"{m.group(1)}{m.group(2)}" + (f"{{{m.group(3)}}}" if m.group(3) != "1" else ""),
-                               detect, count=1)
 
 
 def _traceback_fields(buf: bytes, start: int) -> dict[str, Any]:
@@ -294,3 +341,6 @@ def _prefix(line: str) -> str:
 def signature_expressions(signatures: SignatureSet) -> list[Signature]:
     """The signatures in scan order (exported for benchmarks that compare with grep)."""
     return list(signatures.signatures)
+
+
+__all__ = ["MAX_LINE", "BufferScan", "Hit", "Scanner", "hit_form", "signature_expressions"]

@@ -1,0 +1,74 @@
+"""The literal-first scan forms: every line a detect matches holds its form, and the Hyperscan scan (forms,
+then each signature's regex on the line) finds exactly the lines the Python ``re`` scan finds."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from diagnose.probes.logs.probe import log_signatures
+from diagnose.probes.logs.scan_form import MIN_LITERAL, required_literals, scan_form
+from diagnose.probes.logs.scanner import MAX_LINE, Scanner
+
+SIGS = log_signatures()
+NOISE = (
+    "gpu0001:40001:40101 [1] NCCL INFO AllReduce: opCount 1a2b01 sendbuff 0x7f3a000000 recvbuff 0x7f3a111111 "
+    "count 262144 datatype 7 op 0 root 0 comm 0x55d2c41f0e70 [nranks=64] stream 0x55d2c3e8a1b0",
+    "[rank3]:2026-11-29 10:05:11 | step 151200 | loss 2.3114 | lr 3.00e-04 | tokens/s 41212",
+    "gpu0001:40001:40101 [1] NCCL INFO Channel 02/0 : 1[1] -> 2[2] via P2P/IPC",
+    "",
+)
+
+
+@pytest.mark.parametrize(("detect", "caseless", "form"), [
+    (r"comm 0x[0-9a-f]+ has already been destroyed", False, r"\ has\ already\ been\ destroyed"),
+    (r"NCCL INFO (?:Bootstrap|NET/Socket) : Using (?:\[\d+\])?lo:", False,
+     r"NCCL\ INFO\ Bootstrap\ :\ Using\ |NCCL\ INFO\ NET/Socket\ :\ Using\ "),
+    (r"(?:Segmentation fault|Bus error)[ \t]+\(core dumped\)", False, r"\(core\ dumped\)"),
+    (r"[Ss]aving checkpoint", False, r"Saving\ checkpoint|saving\ checkpoint"),
+    (r"\S{1,256}\.(?:cc|h):\d+ -> \d+", False, r"\S\.(?:cc|h):\d+ -> \d+"),  # no long factor: the regex
+    (r"(?i)cuda error", False, r"(?i)cuda error"),  # a caseless part keeps its regex
+])
+def test_forms_are_the_longest_required_literals(detect, caseless, form):
+    assert scan_form(detect, caseless) == form
+
+
+@pytest.mark.parametrize("sig", SIGS.signatures, ids=lambda s: s.name)
+def test_every_example_holds_its_form(sig):
+    form = re.compile(scan_form(sig.detect, sig.caseless), sig.flags)
+    for ex in sig.examples:
+        assert form.search(ex.line), (sig.name, ex.line)
+
+
+def test_most_signatures_scan_as_literals():
+    literal = sum(1 for s in SIGS.signatures if (required_literals(s.detect, s.caseless) or (0,))[0] >= MIN_LITERAL)
+    assert literal >= 0.9 * len(SIGS)
+
+
+def _hits(scanner: Scanner, text: str) -> set[tuple[str, int]]:
+    return {(h.signature, h.line_no) for h in scanner.scan_buffer(text.encode()).hits}
+
+
+LINES = [ex.line for s in SIGS.signatures for ex in s.examples] + [c for s in SIGS.signatures
+                                                                 for c in s.counter_examples]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(LINES), st.sampled_from(NOISE)), min_size=1, max_size=30),
+       st.integers(0, 3))
+def test_hyperscan_and_re_find_the_same_lines(lines, pad):
+    pytest.importorskip("hyperscan")
+    # a long padding before some lines puts their matches far into a long line
+    text = "\n".join(("x " * (MAX_LINE * pad)) + line if i % 3 == 0 else line for i, line in enumerate(lines))
+    assert _hits(Scanner(SIGS, engine="hyperscan"), text) == _hits(Scanner(SIGS, engine="re"), text)
+
+
+def test_a_long_line_whose_literal_first_appears_without_the_match():
+    pytest.importorskip("hyperscan")
+    sig = SIGS.by_name["nccl_comm_reused_after_error"]
+    line = ("comm 0xzz has already been destroyed " + "y" * MAX_LINE) * 3 + "comm 0xab12 has already been destroyed"
+    hits = Scanner(SIGS, engine="hyperscan").scan_buffer(f"noise\n{line}\n".encode()).hits
+    assert any(h.signature == sig.name and h.line_no == 2 for h in hits)
