@@ -41,7 +41,7 @@ def tidy(text: str) -> str:
         out.append(word)
     text = " ".join(out)
     for phrase in ("rank(s) none", "ranks none", "rank none", "rank(s) unknown"):
-        text = text.replace(phrase, "no rank")
+        text = text.replace(phrase, "an unknown rank")
     return text
 
 

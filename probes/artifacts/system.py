@@ -165,6 +165,15 @@ def _tables(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
             most = max(per_gpu.items(), key=lambda kv: len(kv[1]))
             facts.add("nvidia-smi", "gpu_processes_max", len(most[1]), first,
                       detail=f"GPU {most[0]} holds {len(most[1])} process(es)")
+            gpus_of: dict[str, set[str]] = defaultdict(set)
+            for gpu, pids in per_gpu.items():
+                for pid in pids:
+                    gpus_of[pid].add(gpu)
+            spread = sorted(pid for pid, gpus in gpus_of.items() if len(gpus) > 1)
+            if spread:
+                facts.add("nvidia-smi", "gpu_pids_on_several_gpus", len(spread), first,
+                          detail=f"process {spread[0]} holds memory on GPUs {', '.join(sorted(gpus_of[spread[0]]))}"
+                                 f" ({len(spread)} process(es) on more than one GPU)")
     if "smi_mem_row" in active:
         used = [(no, int(m.group("used")), int(m.group("total"))) for no, line in enumerate(src.lines, 1)
                 if (m := spec.rx("smi_mem_row").match(line))]
