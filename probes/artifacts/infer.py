@@ -13,6 +13,8 @@ from typing import Any
 from diagnose.evidence import InferredSymptom
 from diagnose.probes.artifacts.spec import family
 
+USES_SIGNATURES = frozenset({"report_worse_results_with_more_gpus", "report_slower_with_more_gpus"})
+
 __all__ = ["infer_symptoms"]
 
 RAN = ("step_metric", "stack_sample", "collective_state", "rank_exit", "checkpoint_content")
@@ -36,6 +38,10 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
                                             ("throughput", "step_time", "epoch_time", "loss")))]
         if len({e.world_size for e in series}) >= when["metric_world_sizes"]:
             return series
+    if "signatures" in when:  # what the user wrote they saw
+        said = [e for e in ev if e.kind == "log_line" and e.signature in when["signatures"]]
+        if said:
+            return said
     if "system_facts" in when:
         facts = [e for e in ev if e.kind == "system_fact" and e.name in when["system_facts"]]
         if facts:
