@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from artifact_helpers import facts
 
+from diagnose.commands.logs import run_logs
+from diagnose.probes.artifacts import parse
+
 
 def test_nvidia_smi_table() -> None:
     got = facts("docs/nvidia_smi.txt")
@@ -55,3 +58,37 @@ def test_real_stack_and_profiles() -> None:
     assert facts("real/strace_c.txt")["top_syscall"] == "newfstatat"
     prof = facts("real/profiler_table.txt")
     assert prof["profiler_top_op"] == "aten::mm" and prof["profiler_comm_share"] == 0.0
+
+
+# The Processes table of a pre-450 driver (no GI/CI columns), its last row cut by the paste; the layout is the one
+# pytorch/pytorch#23138 shows (every rank also holding a context on GPU 0 after torch.load without map_location).
+OLD_SMI_PROCESSES = """+-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+|=============================================================================|
+|    0     41000      C   /usr/bin/python3.6                          4903MiB |
+|    0     41001      C   /usr/bin/python3.6                           725MiB |
+|    0     41002      C   /usr/bin/python3.6                           725MiB |
+|    1     41001      C   /usr/bin/python3.6                          4100MiB |
+|    2     41002      C   /usr/bin/python3.6
+"""
+
+
+def test_old_driver_process_table_shows_a_rank_on_another_gpu(tmp_path) -> None:
+    found, _ = parse("nvidia-smi.txt", OLD_SMI_PROCESSES)
+    got = {e.name: e for e in found if e.kind == "system_fact"}
+    assert got["gpu_processes_max"].value == 3
+    assert got["gpu_pids_on_several_gpus"].value == 2 and "process 41001 holds memory on GPUs 0, 1" in got[
+        "gpu_pids_on_several_gpus"].detail
+    (tmp_path / "nvidia-smi.txt").write_text(OLD_SMI_PROCESSES)
+    top = run_logs([tmp_path]).causes[0]
+    assert top.id == "rank_env_mismatch" and "ranks-touch-other-gpus" in top.rules
+    assert top.evidence[0].line == 5
+
+
+def test_one_process_per_gpu_accuses_nobody(tmp_path) -> None:
+    healthy = OLD_SMI_PROCESSES.replace("|    1     41001", "|    1     41003").replace("|    2     41002", "|    2     41004")
+    healthy = "\n".join(line for line in healthy.splitlines() if "41001      C   /usr/bin/python3.6           725" not in line
+                        and "41002      C   /usr/bin/python3.6           725" not in line)
+    (tmp_path / "nvidia-smi.txt").write_text(healthy + "\n")
+    assert all(c.id != "rank_env_mismatch" for c in run_logs([tmp_path]).causes)

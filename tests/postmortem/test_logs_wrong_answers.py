@@ -126,3 +126,4 @@ def test_traceback_cut_before_its_exception_is_read_from_the_failing_frame(tmp_p
     whole = tmp_path / "whole.log"
     whole.write_text(run.stderr)
     assert "traceback-cut-at-a-frame" not in [r for c in _diagnose(whole)["causes"] for r in c["rules"]]
+
