@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from diagnose.evidence import MetricSeries, StepMetric
-from diagnose.probes.artifacts.source import Source, to_float
+from diagnose.probes.artifacts.source import Source, per_world_size, to_float
 from diagnose.probes.artifacts.spec import FamilySpec, family
 
 __all__ = ["parse"]
@@ -169,15 +169,4 @@ def _keyed_lines(src: Source, spec: FamilySpec) -> list[Any]:
         found.setdefault(measure[0], []).append((no, int(m.group("n")), num * measure[1], line.strip()[:500]))
         if sum(map(len, found.values())) >= cap:
             break
-    out: list[Any] = []
-    for measure, rows in found.items():
-        if len({ws for _, ws, _, _ in rows}) < 2:
-            continue
-        for no, ws, value, text in rows:
-            label = f"{src.path}:line{no}:{ws} GPUs"
-            if measure != "metric":
-                out.append(StepMetric(run=label, world_size=ws, provenance=src.prov(no), rank=src.rank, text=text,
-                                      **{measure: value}))
-            out.append(MetricSeries(name=measure, run=label, world_size=ws, values=(value,), provenance=src.prov(no),
-                                    rank=src.rank, text=text))
-    return out
+    return per_world_size(src, found, lambda no, ws: f"{src.path}:line{no}:{ws} GPUs", series_for_timings=True)

@@ -11,13 +11,11 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from diagnose.evidence import MetricSeries, StepMetric
-from diagnose.probes.artifacts.source import Source, to_float
+from diagnose.probes.artifacts.source import TIMINGS, Source, per_world_size, to_float
 from diagnose.probes.artifacts.spec import FamilySpec, family
 
 __all__ = ["parse"]
 
-TIMINGS = ("step_time", "epoch_time", "throughput")
 
 
 def _world_size(m: re.Match[str], spec: FamilySpec, per_node: int | None) -> int | None:
@@ -108,16 +106,4 @@ def parse(src: Source) -> list[Any]:
         for pos, field, value in measures:
             ws = _nearest(counts, pos, breaks)
             found[field].append((no, ws, value, line.strip()[:500]))
-    out: list[Any] = []
-    for field, rows in found.items():
-        if len({ws for _, ws, _, _ in rows}) < 2:
-            continue
-        for no, ws, value, text in rows:
-            run = f"{src.path.rsplit('/', 1)[-1]}: {ws} GPU{'s' if ws > 1 else ''}"
-            if field in TIMINGS:
-                out.append(StepMetric(run=run, world_size=ws, provenance=src.prov(no), rank=src.rank, text=text,
-                                      **{field: value}))
-            else:
-                out.append(MetricSeries(name=field, run=run, world_size=ws, values=(value,), provenance=src.prov(no),
-                                        rank=src.rank, text=text))
-    return out
+    return per_world_size(src, found, lambda no, ws: f"{src.path.rsplit('/', 1)[-1]}: {ws} GPU{'s' if ws > 1 else ''}")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagnose.evidence import Provenance
+from diagnose.evidence import MetricSeries, Provenance, StepMetric
 
 MAX_LINE = 8192  # longer lines are cut: no artifact line is that long
 
@@ -45,6 +45,30 @@ class Source:
             buf = []
         if buf:
             yield start, " ".join(part.strip() for part in buf)
+
+
+# (line, world size, value, line text) of one measure read at some world size
+Row = tuple[int, int, float, str]
+TIMINGS = frozenset({"step_time", "epoch_time", "throughput"})
+
+
+def per_world_size(src: Source, found: dict[str, list[Row]], run: Callable[[int, int], str],
+                   series_for_timings: bool = False) -> list[Any]:
+    """Evidence of every measure read at two or more world sizes (one world size compares nothing): a
+    StepMetric per timing row, a MetricSeries per result row (and per timing row with ``series_for_timings``)."""
+    out: list[Any] = []
+    for measure, rows in found.items():
+        if len({ws for _, ws, _, _ in rows}) < 2:
+            continue
+        for no, ws, value, text in rows:
+            label = run(no, ws)
+            if measure in TIMINGS:
+                out.append(StepMetric(run=label, world_size=ws, provenance=src.prov(no), rank=src.rank, text=text,
+                                      **{measure: value}))
+            if measure not in TIMINGS or series_for_timings:
+                out.append(MetricSeries(name=measure, run=label, world_size=ws, values=(value,),
+                                        provenance=src.prov(no), rank=src.rank, text=text))
+    return out
 
 
 def to_int(value: Any) -> int | None:
