@@ -1,7 +1,8 @@
 """Measurements stated in sentences -> StepMetric and MetricSeries evidence (``rules/artifacts/prose.yaml``).
 
 "49s per epoch using a single GPU vs. 82s using 4 GPUs" is a scaling table written as a sentence. Each
-timing, rate or result on a line is paired with the nearest GPU count on that line; a measure is kept
+timing, rate or result on a line is paired with the nearest GPU count of its clause (else of its line, or of
+a count-only line just above); a measure is kept
 only when the file states it at two or more world sizes, so one count beside one number reads as nothing.
 """
 
@@ -11,11 +12,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from diagnose.probes.artifacts.source import TIMINGS, Source, per_world_size, to_float
+from diagnose.probes.artifacts.source import TIMINGS, Row, Source, per_world_size, to_float
 from diagnose.probes.artifacts.spec import FamilySpec, family
 
 __all__ = ["parse"]
-
 
 
 def _world_size(m: re.Match[str], spec: FamilySpec, per_node: int | None) -> int | None:
@@ -88,7 +88,7 @@ def parse(src: Source) -> list[Any]:
     per_node = int(per_node_m.group("n")) if per_node_m else None
     mentioned = [ws for m in count_rx.finditer(src.text[:1 << 16]) if (ws := _world_size(m, spec, per_node))]
     several = max((n for n in mentioned if n > 1), default=None)  # what "multi-GPU" means in this text
-    found: dict[str, list[tuple[int, int, float, str]]] = defaultdict(list)
+    found: dict[str, list[Row]] = defaultdict(list)
     cap = int(spec.tables["max_line"])
     heading = (-9, 0)  # (line, world size) of the last count stated without a measure
     for no, line in enumerate(src.lines[:int(spec.tables["max_lines"])], 1):
