@@ -80,18 +80,20 @@ def _nearest(counts: list[tuple[int, int, int]], pos: int, breaks: list[int]) ->
 def parse(src: Source) -> list[Any]:
     """Timings and results the text states at two or more GPU counts."""
     spec = family("prose")
-    lower = src.text[:1 << 16].lower()
+    lines = src.lines[:int(spec.tables["max_lines"])]  # sentences are read from the head only
+    text = "\n".join(lines)
+    lower = text.lower()
     if not any(n in lower for n in spec.tables["needs"]):
         return []
     count_rx, multi_rx = spec.rx("count"), spec.rx("multi")
     per_node_m = spec.rx("per_node").search(lower)
     per_node = int(per_node_m.group("n")) if per_node_m else None
-    mentioned = [ws for m in count_rx.finditer(src.text[:1 << 16]) if (ws := _world_size(m, spec, per_node))]
+    mentioned = [ws for m in count_rx.finditer(text) if (ws := _world_size(m, spec, per_node))]
     several = max((n for n in mentioned if n > 1), default=None)  # what "multi-GPU" means in this text
     found: dict[str, list[Row]] = defaultdict(list)
     cap = int(spec.tables["max_line"])
     heading = (-9, 0)  # (line, world size) of the last count stated without a measure
-    for no, line in enumerate(src.lines[:int(spec.tables["max_lines"])], 1):
+    for no, line in enumerate(lines, 1):
         if len(line) > cap or line.count("|") >= 2:
             continue
         counts = [(m.start(), m.end(), ws) for m in count_rx.finditer(line) if (ws := _world_size(m, spec, per_node))]

@@ -19,13 +19,14 @@ class Source:
     text: str
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
+    line_offset: int = 0  # lines of the file before ``text`` (a piece read from the file's tail)
 
     def __post_init__(self) -> None:
         self.lines = [line[:MAX_LINE] for line in self.text.splitlines()]
 
     def prov(self, line: int | None) -> Provenance:
-        """Provenance of 1-based ``line`` in this source."""
-        return Provenance(probe="artifacts", source=self.path, line=line)
+        """Provenance of 1-based ``line`` of ``text``, numbered as in the whole file."""
+        return Provenance(probe="artifacts", source=self.path, line=None if line is None else line + self.line_offset)
 
     def logical_lines(self) -> Iterator[tuple[int, str]]:
         """(first line number, text) with shell continuations (trailing backslash) joined."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from diagnose.analyzers.scaling import analyze_scaling
-from diagnose.probes.artifacts import parse
+from diagnose.probes.artifacts import HEAD_BYTES, parse
 
 TABLE = """Throughput we measured (per-GPU batch 32):
 
@@ -83,3 +83,22 @@ def test_keyed_throughput_with_units_becomes_step_metrics() -> None:
 def test_keyed_lines_that_are_not_results(text: str) -> None:
     found, _ = parse("notes.txt", text)
     assert not [e for e in found if e.kind in ("metric_series", "step_metric")]
+
+
+def test_long_log_is_read_at_its_head_and_tail_with_file_line_numbers() -> None:
+    """A long log: its launch command (head) and its final results table (tail) are read, the middle is not."""
+    filler = [f"node1:123:456 [0] NCCL INFO Channel {i % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC" for i in range(40_000)]
+    middle = len(filler) // 2
+    lines = ["torchrun --nnodes 1 --nproc-per-node 4 train.py", *filler[:middle], TABLE, *filler[middle:],
+             *TABLE.splitlines()]
+    text = "\n".join(lines) + "\n"
+    assert len(text) > 2 * HEAD_BYTES
+    found, notes = parse("train.log", text)
+    launches = [e for e in found if e.kind == "launch_spec"]
+    assert [(e.procs_per_node, e.provenance.line) for e in launches] == [(4, 1)]
+    steps = [e for e in found if e.kind == "step_metric"]
+    table_top = len(text.splitlines()) - len(TABLE.splitlines()) + 1
+    assert [(s.world_size, s.provenance.line) for s in steps] == [(1, table_top + 4), (2, table_top + 5),
+                                                                   (4, table_top + 6)]
+    assert text.splitlines()[steps[0].provenance.line - 1].startswith("| 1 ")
+    assert any("first 1 MiB and last 256 KiB" in n for n in notes)
