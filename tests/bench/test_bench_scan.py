@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from bench_corpus import Planted, grep_patterns
 
+from diagnose.probes.files import BLOCK
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("DIAGNOSE_BENCH") != "1", reason="benchmark: set DIAGNOSE_BENCH=1")]
 GROUP = "logs-512MB"
@@ -70,8 +72,8 @@ _SCANNER = None
 
 
 def _scan_file(name: str) -> int:
-    with open(name, "rb", buffering=0) as f:  # the probe's way: plain reads in blocks, no mmap
-        return sum(1 for _ in _SCANNER.scan_blocks(iter(lambda: f.read(8 << 20), b"")))
+    with open(name, "rb", buffering=0) as f:  # the probe's way: plain reads in its blocks, no mmap
+        return sum(1 for _ in _SCANNER.scan_blocks(iter(lambda: f.read(BLOCK), b"")))
 
 
 def make_scan_only(workers: int = 1):
