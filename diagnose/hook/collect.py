@@ -15,6 +15,7 @@ from typing import Any
 
 from diagnose.hook import stacks
 from diagnose.hook.patterns import pattern
+from diagnose.units import size_bytes
 
 Evidence = dict[str, Any]
 EMITS_SIGNATURES = frozenset({"hook_exception"})
@@ -28,8 +29,6 @@ MAX_TEXT = 2000
 MAX_TRACEBACK = 20000
 
 _HOST = socket.gethostname()
-_UNITS = {"B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
-          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 
 
 def make(kind: str, rank: int | None, source: str, text: str | None = None, **fields: Any) -> Evidence:
@@ -138,7 +137,9 @@ def exception_evidence(exc: BaseException, rank: int | None, thread: str, uncaug
 
 
 def _to_bytes(number: str, unit: str) -> int:
-    return int(float(number) * _UNITS.get(unit.upper(), 1))
+    """Bytes of an OOM figure; a unit the message spells in no known way counts as bytes."""
+    got = size_bytes(number, unit)
+    return int(got if got is not None else float(number))
 
 
 def oom_figures(message: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, parse_rank_list, predicate, ranks_of
 from diagnose.ranks import SIGNAL_NAMES, format_ranks, plausible_world
+from diagnose.units import parse_size
 
 USES_SIGNATURES = frozenset({
     "python_exception*", "python_exception", "python_exception_repr", "python_exception_type_last",
@@ -16,9 +17,6 @@ USES_SIGNATURES = frozenset({
     "ddp_member_banner", "store_clients_missing", "store_based_barrier_waiting", "oserror_no_such_file",
     "oserror_is_a_directory", "torch_oom_v1_reserved", "torch_oom_v2_capacity", "torch_oom_this_process_in_use",
 })
-_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9}
-
-
 @predicate(binds=("signature", "frames", "message", "seq", "op"), kinds=("log_line",))
 def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | None = None,
                   frames_any: Sequence[str] = (), min_count: int = 1) -> Binding | None:
@@ -44,12 +42,12 @@ def oom_memory_elsewhere(ctx: Context, at_least: float) -> Binding | None:
     """A CUDA out-of-memory message whose own figures show that at least ``at_least`` of the device is held
     outside this process's allocator: total minus free minus what PyTorch reserved (torch 1.5-2.0) or what this
     process has in use (torch 2.1+)."""
-    own_by_line = {(e.provenance.source, e.provenance.line): _size(e.fields.get("used"))
+    own_by_line = {(e.provenance.source, e.provenance.line): parse_size(e.fields.get("used"))
                    for e in ctx.lines("torch_oom_this_process_in_use")}
     for name in ("torch_oom_v1_reserved", "torch_oom_v2_capacity"):
         for e in ctx.lines(name):
-            total, free = _size(e.fields.get("total")), _size(e.fields.get("free"))
-            own = _size(e.fields.get("reserved")) if name == "torch_oom_v1_reserved" else \
+            total, free = parse_size(e.fields.get("total")), parse_size(e.fields.get("free"))
+            own = parse_size(e.fields.get("reserved")) if name == "torch_oom_v1_reserved" else \
                 own_by_line.get((e.provenance.source, e.provenance.line))
             if not total or free is None or own is None:
                 continue
@@ -59,15 +57,6 @@ def oom_memory_elsewhere(ctx: Context, at_least: float) -> Binding | None:
                                                     "own": _human(own), "elsewhere": _human(elsewhere),
                                                     "signature": name, "count": 1})
     return None
-
-
-def _size(text: Any) -> float | None:
-    """Bytes of "216.00 MiB" / "7.92 GiB" / "512 bytes", or None."""
-    num, _, unit = str(text or "").partition(" ")
-    try:
-        return float(num) * _UNITS[unit] if unit in _UNITS else None
-    except ValueError:
-        return None
 
 
 def _human(n: float) -> str:

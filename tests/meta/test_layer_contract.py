@@ -9,7 +9,7 @@ Layers, top to bottom (a module belongs to the first prefix that matches it):
               .scoring, .registry
     output    diagnose.output (renderers and redaction: they never import predicates or the engine)
     probes    diagnose.probes (evidence collectors: they never import the engine)
-    models    diagnose.evidence, diagnose.output.report, .errors, .yamlload, .vocab, .ranks, .cache
+    models    diagnose.evidence, diagnose.output.report, .errors, .yamlload, .vocab, .ranks, .units, .cache
 
 In-function imports count the same as top-level ones.
 """
@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("diagnose.evidence", "diagnose.output.report", "diagnose.errors", "diagnose.yamlload",
-          "diagnose.vocab", "diagnose.ranks", "diagnose.cache")
+          "diagnose.vocab", "diagnose.ranks", "diagnose.units", "diagnose.cache")
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("models", MODELS),
     ("probes", ("diagnose.probes",)),
