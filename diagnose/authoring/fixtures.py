@@ -37,8 +37,9 @@ def run_case(rule_id: str, case: dict[str, Any], rule: Any = None) -> CaseResult
                           + (f": {finding.message}" if finding else ""))
     if finding is None:
         return CaseResult(False, f"expected {expect}, the rule did not fire")
-    got = {"fires": finding.cause, "ranks": sorted(finding.culprits)}
-    ok = finding.cause == expect.get("fires") and ("ranks" not in expect or sorted(expect["ranks"]) == got["ranks"])
+    got = {"fires": finding.cause, "ranks": sorted(finding.culprits), "symptom": finding.symptom}
+    ok = (finding.cause == expect.get("fires") and ("ranks" not in expect or sorted(expect["ranks"]) == got["ranks"])
+          and expect.get("symptom", finding.symptom) == finding.symptom)
     return CaseResult(ok, f"expected {expect}, got {got}; message: {finding.message}")
 
 
