@@ -129,19 +129,25 @@ def _first_time(group: Sequence[Finding]) -> float:
     return min(times) if times else float("inf")
 
 
+CATALOG = "catalog"  # rules/catalog/: what a family of catalog signatures means when no rule of its own speaks
+
+
 def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     """Group findings by cause, combine their scores, apply the symptom prior, order best first.
 
     Causes backed by evidence come first; a cause that only a symptom implies (the runbook's
     symptom table) is capped at low confidence, cites what implied the symptom, and never adds
     to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
-    how much evidence each cites, then by the earliest line."""
+    how much evidence each cites, then by the earliest line. A catalog family (rules/catalog/) backs a cause
+    only where no specific rule does: the same lines are not counted twice."""
     groups: dict[str, list[tuple[Finding, float]]] = defaultdict(list)
     for f, score in _with_alternatives(findings):
         groups[f.cause].append((f, score))
     ranked = []
     for cause_id, scored in groups.items():
         backed = [(f, sc) for f, sc in scored if not prior_only(f)]
+        if any(f.rule.family != CATALOG for f, _ in backed):  # a catalog family adds nothing to a specific rule
+            backed = [(f, sc) for f, sc in backed if f.rule.family != CATALOG]
         only_prior = not backed
         scored = sorted(backed or scored, key=lambda fs: (-fs[1], -specificity(fs[0])))
         group = [f for f, _ in scored]

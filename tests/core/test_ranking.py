@@ -130,3 +130,16 @@ cases:
     plain = subprocess.run([sys.executable, "-m", "diagnose", "report", str(reports), "--json"],
                            capture_output=True, text=True, check=True).stdout
     assert "site-scratch-quota" not in plain
+
+
+def test_catalog_family_backs_a_cause_only_where_no_specific_rule_does() -> None:
+    specific = _line("ddp_unfinished_reduction", "RuntimeError: Expected to have finished reduction in the prior iteration",
+                     rank=2)
+    family = _line("ddp_unused_param_indices", "Parameter indices which did not receive grad for rank 2: 7 8", rank=2,
+                   line=2)
+    alone = {c.id: c for c in diagnose_evidence([specific]).causes}["gradient_sync_error"]
+    both = {c.id: c for c in diagnose_evidence([specific, family]).causes}["gradient_sync_error"]
+    assert both.score == alone.score and all(not r.startswith("ddp-gradients-not-reduced") for r in both.rules)
+    only_family = diagnose_evidence([family]).causes[0]
+    assert (only_family.id, only_family.rules, only_family.ranks) == (
+        "gradient_sync_error", ["ddp-gradients-not-reduced-as-expected"], [2])
