@@ -16,7 +16,7 @@ from diagnose.ranks import SIGNAL_NAMES
 USES_SIGNATURES = frozenset({
     "torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file", "torchrun_failure_traceback",
     "torchrun_root_cause_header", "torchrun_other_failures_header", "torchrun_worker_failed",
-    "launcher_subprocess_exit", "mp_spawn_process_exit", "srun_task_exit", "nccl_watchdog_work_status",
+    "launcher_subprocess_exit", "mp_spawn_process_exit", "lightning_child_process_exit", "srun_task_exit", "nccl_watchdog_work_status",
     "nccl_watchdog_timeout", "gloo_recv_timeout", "nccl_watchdog_native_frame",
 })
 _TABLE = ("torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file",
@@ -86,12 +86,13 @@ def _keep(exits: dict[int, RankExit], entry: dict[str, Any]) -> None:
 def _launcher_exits(lines: list[Any]) -> list[RankExit]:
     out: dict[int, RankExit] = {}
     for e in lines:
-        if e.signature not in ("torchrun_worker_failed", "launcher_subprocess_exit", "mp_spawn_process_exit"):
+        if e.signature not in ("torchrun_worker_failed", "launcher_subprocess_exit", "mp_spawn_process_exit",
+                               "lightning_child_process_exit"):
             continue
         code = e.fields.get("exitcode")
         rank = e.fields.get("local_rank", e.fields.get("rank", e.rank))
         if not isinstance(rank, int):
-            rank = 0 if e.signature == "launcher_subprocess_exit" else None
+            rank = 0 if e.signature in ("launcher_subprocess_exit", "lightning_child_process_exit") else None
         if not isinstance(code, int) or rank is None or rank in out:
             continue
         out[rank] = RankExit(rank=rank, exitcode=code, signal=SIGNAL_NAMES.get(-code) if code < 0 else None,
