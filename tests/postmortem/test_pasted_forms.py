@@ -138,6 +138,9 @@ def pasted(draw: st.DrawFn, line: str) -> str:
     forms = pf.exception_forms(_peeled(line))
     if line_name_is_exception(line):
         forms = [f for f in forms if pf.typed(f.splitlines()[-1]) or "Error(" in f or f.endswith(")")]
+    elif any(ex == line and _names_the_type(n, line) for n, ex in EXAMPLES):  # as example_mutations: keep the type
+        short = pf.typed(_peeled(line))["type"].rsplit(".", 1)[-1]
+        forms = [f for f in forms if short in f]
     text = draw(st.sampled_from([line, *forms])) if forms and draw(st.booleans()) else line
     head, _, last = text.rpartition("\n")
     prefix = ""
