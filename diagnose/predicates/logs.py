@@ -13,6 +13,7 @@ from diagnose.units import parse_size
 
 USES_SIGNATURES = frozenset({
     "python_exception*", "python_exception", "python_exception_repr", "python_exception_type_last",
+    "python_exception_notebook",
     "hook_exception", "collective_fingerprint_mismatch", "launch_nproc_per_node", "cuda_visible_devices_setting",
     "ddp_member_banner", "store_clients_missing", "store_based_barrier_waiting", "oserror_no_such_file",
     "oserror_is_a_directory", "torch_oom_v1_reserved", "torch_oom_v2_capacity", "torch_oom_this_process_in_use",
@@ -306,7 +307,7 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
     ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
                if e.provenance.line is not None}
     hooked = [e for e in ctx.lines("hook_exception") if e.fields.get("uncaught") or not uncaught_only]
-    lines = [*ctx.lines(_EXCEPTION_LINES), *hooked]
+    lines = [*_exception_lines(ctx), *hooked]
     attributed = _attributed_rank(ctx) if include_unranked else None
     hits = [e for e in lines
             if _rank_wanted(e.rank, include_unranked or unranked_only, unranked_only)
@@ -342,7 +343,7 @@ def _attributed_rank(ctx: Context) -> int | None:
 def raised_by_rank(ctx: Context, ignore_types: Sequence[str] = ()) -> dict[int, Any]:
     """Each rank's first exception of its own (not one another signature explains, not of
     ``ignore_types``); a traceback without a rank counts for the one rank that failed by itself."""
-    own = [e for e in [*ctx.lines(_EXCEPTION_LINES), *ctx.lines("hook_exception")]
+    own = [e for e in [*_exception_lines(ctx), *ctx.lines("hook_exception")]
            if _exc_type(e).rsplit(".", 1)[-1] not in ignore_types and not ctx.signatures_of(e) - _EXCEPTIONS]
     own.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
     out: dict[int, Any] = {}
@@ -385,10 +386,25 @@ def _in_user_code(line: Any, markers: Sequence[str]) -> bool:
 
 
 _EXCEPTION_LINES = "python_exception*"
-_EXCEPTIONS = {"python_exception", "python_exception_repr", "python_exception_type_last", "hook_exception"}
+_EXCEPTIONS = {"python_exception", "python_exception_repr", "python_exception_type_last", "python_exception_notebook",
+               "hook_exception"}
 # errno lines that only restate the exception (a path the user's code opened is not there): they leave the
 # line to the user-code rules; on a checkpoint path oserror_on_checkpoint_path also matches and explains it.
 _RESTATED = {"oserror_no_such_file", "oserror_is_a_directory"}
+
+
+NOTEBOOK_HEADER = "python_exception_notebook"
+NOTEBOOK_SPAN = 400  # lines from a notebook traceback's header to its final exception line
+
+
+def _exception_lines(ctx: Context) -> list[Any]:
+    """Printed exceptions, each once: a notebook traceback's header (``KeyError   Traceback ...``)
+    counts only when its final ``KeyError: ...`` line is missing below it (a cut paste)."""
+    lines = ctx.lines(_EXCEPTION_LINES)
+    finals = [e for e in lines if e.signature != NOTEBOOK_HEADER]
+    return [e for e in lines if e.signature != NOTEBOOK_HEADER or not any(
+        f.provenance.source == e.provenance.source and _exc_type(f) == _exc_type(e)
+        and 0 < (f.provenance.line or 0) - (e.provenance.line or 0) <= NOTEBOOK_SPAN for f in finals)]
 
 
 def _exc_type(line: Any) -> str:

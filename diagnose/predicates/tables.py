@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -164,7 +164,7 @@ def failing_frame(ctx: Context, table: str, causes: Sequence[str], incomplete_on
         if incomplete_only and _has_exception_after(ctx, frames[-1]):
             continue
         for fr in reversed(frames):
-            entry = tab.frame(str(fr.fields.get("func", "")), Path(str(fr.fields.get("path", ""))).name)
+            entry = tab.frame(str(fr.fields.get("func", "")), PureWindowsPath(str(fr.fields.get("path", ""))).name)
             if entry is not None:
                 if entry.cause in causes:
                     hits.append(fr)
@@ -174,7 +174,8 @@ def failing_frame(ctx: Context, table: str, causes: Sequence[str], incomplete_on
         return None
     entry, fr = found
     return Binding(ranks_of(hits), tuple(hits[:20]), {
-        "function": entry.function, "file": Path(str(fr.fields.get("path", ""))).name, "meaning": entry.meaning,
+        "function": entry.function, "file": PureWindowsPath(str(fr.fields.get("path", ""))).name,
+        "meaning": entry.meaning,
         "alternatives": ", ".join(entry.alternatives), "count": len(hits)})
 
 

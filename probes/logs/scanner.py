@@ -6,12 +6,11 @@ extracted with each signature's own regex on the hit lines alone.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 import diagnose.cache as scan_cache
@@ -31,6 +30,14 @@ _WRITER = re.compile(r"(?:\([^)]*\) )?\[(?:rank|default)\d+\]:|\d+: ")  # who wr
 _TRACEBACK_START = "Traceback (most recent call last)"
 _CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+# IPython / Jupyter tracebacks: 'File ~/x.py:618, in save(obj, f)' (IPython 8), 'Cell In[3], line 5' (an IPython 8
+# cell), '~/x.py in save(obj, f)' or '<ipython-input-2-..> in train(..)' with the line in the '---> 16' marker below
+# (IPython 7). The header names the exception first: 'KeyError      Traceback (most recent call last)'.
+_NB_FRAME8 = re.compile(r'^\s*File (\S[^\n]{0,1000}?):(\d+), in ([\w<>.]+)')
+_NB_CELL = re.compile(r'^\s*Cell In ?\[\d*\], line (\d+)')
+_NB_FRAME7 = re.compile(r'^\s*((?:~|/|[A-Za-z]:\\|<ipython-input-)[^\n]{0,1000}?(?:\.py|>)) in ([\w<>.]+)(?:\(|\s*$)')
+_NB_ARROW = re.compile(r'^-*> ?(\d+)')
+NB_LOOKAHEAD = 24_000  # bytes after a notebook traceback header searched for its frames
 
 _NUMPY: Any = None  # set by Scanner.prepare where numpy is installed
 
@@ -310,27 +317,52 @@ def _traceback_fields(buf: bytes, start: int) -> dict[str, Any]:
     """Frames of the traceback just above a line (innermost last), from lines of the same writer only.
 
     Interleaved output of several ranks is told apart by the line prefix (``[rank1]:``, ``1: ``);
-    the walk stops at that writer's ``Traceback (most recent call last):``."""
-    lo = max(0, start - TRACEBACK_LOOKBACK)
+    the walk stops at that writer's ``Traceback (most recent call last):``. A notebook (IPython)
+    header names the exception before its frames, so on such a line the frames are read below it."""
     end = buf.find(b"\n", start, start + MAX_LINE)
     hit_line = bytes(buf[start:end if end >= 0 else start + 200]).decode("utf-8", "replace")
     prefix = _prefix(hit_line)
     own: list[str] = []
-    for line in reversed(bytes(buf[lo:start]).decode("utf-8", "replace").splitlines()):
-        if _prefix(line) != prefix:
-            continue
-        if _TRACEBACK_START in line:
-            break
-        own.append(line)
-    own.reverse()
-    chunk = "\n".join(own)
-    frames = _FRAME.findall(chunk)
+    if _TRACEBACK_START in hit_line and end >= 0:
+        for line in bytes(buf[end + 1:end + 1 + NB_LOOKAHEAD]).decode("utf-8", "replace").splitlines():
+            if _TRACEBACK_START in line:
+                break
+            if _prefix(line) == prefix:
+                own.append(line)
+    else:
+        lo = max(0, start - TRACEBACK_LOOKBACK)
+        for line in reversed(bytes(buf[lo:start]).decode("utf-8", "replace").splitlines()):
+            if _prefix(line) != prefix:
+                continue
+            if _TRACEBACK_START in line:
+                break
+            own.append(line)
+        own.reverse()
+    frames = _frames_in(own)
     if not frames:
         return {}
+    chunk = "\n".join(own)
     names = [f[2] for f in frames[-30:]] + _CALL.findall(chunk[-3000:])
-    files = [os.path.basename(f[0]) for f in frames[-30:]]
+    files = [PureWindowsPath(f[0]).name for f in frames[-30:]]  # / and \\ (a Windows paste)
     return {"frames": ",".join(names), "frame_files": ",".join(files), "frame_path": frames[-1][0],
             "frame_line": int(frames[-1][1])}
+
+
+def _frames_in(lines: list[str]) -> list[tuple[str, int, str]]:
+    """(path, line, function) of each frame line, CPython's form or IPython's (line 0 when not shown)."""
+    out: list[tuple[str, int, str]] = []
+    for i, line in enumerate(lines):
+        cpython = [(m[1], int(m[2]), m[3]) for m in _FRAME.finditer(line)]  # a flattened paste has several
+        if cpython:
+            out.extend(cpython)
+        elif m := _NB_FRAME8.match(line):
+            out.append((m[1], int(m[2]), m[3]))
+        elif m := _NB_CELL.match(line):
+            out.append(("<cell>", int(m[1]), "<module>"))
+        elif m := _NB_FRAME7.match(line):
+            lineno = next((int(a[1]) for nxt in lines[i + 1:i + 12] if (a := _NB_ARROW.match(nxt))), 0)
+            out.append((m[1], lineno, m[2]))
+    return out
 
 
 def _prefix(line: str) -> str:
