@@ -21,7 +21,7 @@ try:  # the stdlib's regex parser: private, so the literal forms are skipped whe
 except ImportError:  # pragma: no cover - other Pythons
     _p = None  # type: ignore[assignment]
 
-MIN_LITERAL = 6   # a shorter factor is frequent in ordinary lines: the regex itself scans better
+MIN_LITERAL = 5   # a shorter factor is frequent in ordinary lines: the regex itself scans better
 MAX_STRINGS = 32  # expansions of a factor (alternatives times classes) kept as literals
 _OPENING_REPEAT = re.compile(r"^((?:\(\?[a-z]+\))?(?:\(\?:)?)(\\[dSsw]|\[(?:\\.|[^\]\\])+\])\{(\d+),\d+\}")
 

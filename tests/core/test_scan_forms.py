@@ -44,8 +44,10 @@ def test_every_example_holds_its_form(sig):
 
 
 def test_most_signatures_scan_as_literals():
-    literal = sum(1 for s in SIGS.signatures if (required_literals(s.detect, s.caseless) or (0,))[0] >= MIN_LITERAL)
-    assert literal >= 0.9 * len(SIGS)
+    """A detect without a literal factor runs as a regex over every byte: each such form costs the whole scan
+    a few percent (on the bench corpus one adds 1-7 ms to the 16-22 ms that 16 MB take), so they stay rare."""
+    regex = [s.name for s in SIGS.signatures if (required_literals(s.detect, s.caseless) or (0,))[0] < MIN_LITERAL]
+    assert len(regex) <= 0.02 * len(SIGS), regex
 
 
 def _hits(scanner: Scanner, text: str) -> set[tuple[str, int]]:
