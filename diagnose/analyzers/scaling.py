@@ -5,7 +5,7 @@ Facts (ScalingFact ``name``): ``data_wait_share``, ``comm_share``, ``compute_sha
 ``warmup_only``, ``eta``, ``eta_per_sample``, ``eta_effective`` (what rules judge), ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
 ``b_eff_ratio``, ``lr_not_adjusted``, ``same_steps_per_epoch_ddp``,
 ``identical_rank_batches``, ``straggler``, ``rank_stalled``, ``slowdown_same_workload``,
-``step_time_only``, ``step_time_ms``, ``local_batch``.
+``step_time_only``, ``step_time_ms``, ``local_batch``, ``loss_rise`` (end over low of the smoothed loss).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from diagnose.analyzers.steptime import (
     group_runs,
     identical_batches,
     limit_of,
+    loss_rise,
     stack_data_share,
     stalled_ranks,
     step_of,
@@ -105,6 +106,10 @@ def _run(stats: RunStats, eta: float | None, facts: list[ScalingFact]) -> dict[s
         facts.append(fact("warmup_only", True, stats, f"{stats.run}: only the first step is timed"))
     if stats.get("local_batch"):
         facts.append(fact("local_batch", int(stats.values["local_batch"]), stats, f"local batch {stats.values['local_batch']:g}"))
+    if rise := loss_rise(stats):
+        facts.append(fact("loss_rise", round(rise.ratio, 2), stats, f"{stats.run}: the loss fell to {rise.low:.4g} "
+                          f"(line {rise.low_at.provenance.line}) and rose again to {rise.end:.4g} by line "
+                          f"{rise.end_at.provenance.line} ({rise.ratio:.1f}x its low)", source=rise.end_at))
     for rank, step, mid in stalled_ranks(stats):
         facts.append(fact("rank_stalled", rank, stats, f"rank {rank} logged its last step at {step} while the other "
                           f"ranks of {stats.run} went on to step {mid}", rank=rank))

@@ -8,6 +8,7 @@ contract and efficiency across runs live in ``diagnose.analyzers.contract``.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ COMM_SHARE = 0.3       # exposed communication share that limits scaling
 STRAGGLER = 1.25       # busy time over the rank median that marks a straggler
 STALL_STEPS = 10       # a rank this many steps behind the others' last step ...
 STALL_SHARE = 0.8      # ... and below this share of it stopped progressing
+LOSS_POINTS = 8        # loss values a run needs before its curve is judged
+LOSS_GIVE_BACK = 0.25  # a rise counts when it gives back at least this share of what the loss had fallen
 TERMS = ("input", "comm", "compute", "sync")
 _FIELD = {"input": "data_time", "comm": "comm_time", "compute": "compute_time", "sync": "sync_time"}
 
@@ -162,6 +165,35 @@ def stalled_ranks(stats: RunStats) -> list[tuple[int, int, int]]:
         if mid - step >= STALL_STEPS and step < STALL_SHARE * mid:
             out.append((rank, step, mid))
     return out
+
+
+@dataclass(frozen=True)
+class LossRise:
+    """A run whose (smoothed) loss fell to ``low`` and then ended at ``end``, ``ratio`` times higher."""
+
+    low: float
+    end: float
+    ratio: float
+    low_at: StepMetric
+    end_at: StepMetric
+
+
+def loss_rise(stats: RunStats) -> LossRise | None:
+    """How far a run's loss rose again after its lowest point, judged on rolling medians (one spike is not a rise):
+    None unless the curve has LOSS_POINTS finite positive values, ends at least twice its low and gave back at least
+    LOSS_GIVE_BACK of what it had fallen (a loss near zero that wobbles is not a rise)."""
+    ranks = sorted({m.rank for m in stats.records if m.loss is not None}, key=lambda r: (r is not None, r or 0))
+    recs = [m for m in stats.records if m.loss is not None and m.rank == (ranks[0] if ranks else None)
+            and math.isfinite(m.loss)]
+    if len(recs) < LOSS_POINTS or any(m.loss <= 0 for m in recs):  # log-likelihoods, GAN terms: not a plain loss
+        return None
+    width = max(3, min(25, len(recs) // 10))
+    smooth = [median(m.loss for m in recs[i:i + width]) for i in range(len(recs) - width + 1)]
+    low_i = min(range(len(smooth) - 1), key=smooth.__getitem__)
+    low, end, first = smooth[low_i], smooth[-1], smooth[0]
+    if end < 2 * low or end - low < LOSS_GIVE_BACK * (first - low):
+        return None
+    return LossRise(low, end, end / low, recs[low_i + width // 2], recs[-1])
 
 
 def identical_batches(metrics: Sequence[StepMetric]) -> list[tuple[str, list[StepMetric]]]:

@@ -103,3 +103,31 @@ def test_stack_samples_give_data_wait_share_per_rank() -> None:
 def test_no_metrics_no_facts() -> None:
     analysis = analyze_scaling([])
     assert analysis.facts == [] and analysis.summary["limit"] is None
+
+
+def _curve(values: list[float], run: str = "train.log", **kw) -> list[StepMetric]:
+    return [_m(run, i + 1, step=i + 1, loss=v, **kw) for i, v in enumerate(values)]
+
+
+def test_a_loss_that_falls_then_climbs_back_is_a_rise_from_its_low() -> None:
+    values = [2.3 * 0.98 ** i for i in range(60)] + [6.5 + 0.1 * (i % 3) for i in range(40)]
+    (rise,) = _facts(_curve(values))["loss_rise"]
+    assert rise.value == pytest.approx(6.6 / (2.3 * 0.98 ** 55), rel=0.1)
+    assert rise.provenance.line == 100 and "rose again to 6.6" in rise.text
+
+
+@pytest.mark.parametrize("values", [
+    [2.3 * 0.98 ** i for i in range(100)],                               # converging
+    [2.3 * 0.98 ** i if i != 50 else 9.0 for i in range(100)],           # one spike, then back on track
+    [0.5 * 0.9 ** i for i in range(60)] + [0.0002 + 0.0003 * (i % 2) for i in range(40)],  # wobble near zero
+    [-1.0 - i * 0.1 for i in range(50)] + [-0.2] * 20,                   # a log-likelihood, not a loss
+    [2.3, 1.0, 7.0],                                                     # too few points to judge
+])
+def test_no_rise_on_curves_that_did_not_diverge(values: list[float]) -> None:
+    assert "loss_rise" not in _facts(_curve(values))
+
+
+def test_the_rise_is_judged_on_one_rank_of_interleaved_ranks() -> None:
+    good = _curve([2.0 - 0.01 * i for i in range(50)], rank=0)
+    bad = _curve([2.0 - 0.01 * i if i < 25 else 9.0 for i in range(50)], rank=1)
+    assert "loss_rise" not in _facts(good + bad)  # rank 0 (the first) converges; interleaving is not a rise
