@@ -99,16 +99,19 @@ def evaluate(ruleset: RuleSet, ctx: Context) -> list[Finding]:
     return findings
 
 
-def _with_alternatives(findings: Sequence[Finding]) -> list[tuple[Finding, float]]:
-    """Each finding with its score, plus one weaker finding per alternative cause its outcome names."""
+def _with_alternatives(findings: Sequence[Finding]) -> list[tuple[Finding, float, int]]:
+    """Each finding with its score, plus one weaker finding per alternative cause its outcome names.
+
+    The third item is the cause's place in its outcome: 0 for the conclusion, then 1, 2, ... in the
+    order the rule lists its alternatives (the author's judgement of which is likelier)."""
     out = []
     for f in findings:
-        out.append((f, finding_score(f.outcome.confidence, f.rule.status == "experimental")))
-        for alt in f.outcome.alternatives:
+        out.append((f, finding_score(f.outcome.confidence, f.rule.status == "experimental"), 0))
+        for place, alt in enumerate(f.outcome.alternatives, start=1):
             outcome = f.outcome.model_copy(update={"cause": alt, "refines": None, "alternatives": (), "culprits": None,
                                                    "confidence": "low"})
             message = f"{f.message} (the same evidence also fits {alt})"
-            out.append((Finding(f.rule, outcome, f.bindings, message), alternative_score(f.outcome.confidence)))
+            out.append((Finding(f.rule, outcome, f.bindings, message), alternative_score(f.outcome.confidence), place))
     return out
 
 
@@ -138,11 +141,14 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     Causes backed by evidence come first; a cause that only a symptom implies (the runbook's
     symptom table) is capped at low confidence, cites what implied the symptom, and never adds
     to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
-    how much evidence each cites, then by the earliest line. A catalog family (rules/catalog/) backs a cause
+    how much evidence each cites, then by the earliest line, then by the order a rule lists its
+    alternatives in. A catalog family (rules/catalog/) backs a cause
     only where no specific rule does: the same lines are not counted twice."""
     groups: dict[str, list[tuple[Finding, float]]] = defaultdict(list)
-    for f, score in _with_alternatives(findings):
+    places: dict[str, int] = {}
+    for f, score, place in _with_alternatives(findings):
         groups[f.cause].append((f, score))
+        places[f.cause] = min(place, places.get(f.cause, place))
     ranked = []
     for cause_id, scored in groups.items():
         backed = [(f, sc) for f, sc in scored if not prior_only(f)]
@@ -165,7 +171,8 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             symptom=best.symptom, ranks=culprits, summary=summary, evidence=evidence,
             fix=best.rule.fix, rules=[f.rule.id for f in group],
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
-        key = (only_prior, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group), cause_id)
+        key = (only_prior, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
+               places[cause_id], cause_id)
         ranked.append((key, cause))
     ranked.sort(key=lambda kc: kc[0])
     return [c for _, c in ranked]

@@ -63,6 +63,17 @@ def test_equal_scores_break_by_specificity_not_by_name() -> None:
     assert [c.id for c in causes] == ["version_mismatch", "collective_mismatch"]
 
 
+def test_equal_alternatives_keep_the_order_the_rule_lists_them_in() -> None:
+    line = _line("x", "the same line")
+    rule = _rule("gpu-busy", 1)
+    outcome = Outcome(cause="stale_processes", confidence="medium", message="busy",
+                      alternatives=("host_config", "hardware_fault"))
+    causes = rank_causes([Finding(rule, outcome, {"hit": Binding(frozenset({0}), (line,))}, "busy")], set())
+    assert causes[1].score == causes[2].score
+    # the alphabet would put hardware_fault first; the rule's author put host_config first
+    assert [c.id for c in causes] == ["stale_processes", "host_config", "hardware_fault"]
+
+
 def test_site_signatures_are_scanned(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "signatures").mkdir(parents=True)
