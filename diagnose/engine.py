@@ -233,7 +233,7 @@ def diagnose_evidence(
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
-    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items)
+    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items, not causes)
     if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
         items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
         ctx = Context(items)

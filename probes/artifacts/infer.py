@@ -69,8 +69,9 @@ def _share(steps: Sequence[Any], terms: Sequence[str]) -> float:
     return sum(getattr(e, t) or 0.0 for e in timed for t in terms) / total if total else 1.0
 
 
-def infer_symptoms(evidence: Sequence[Any]) -> list[InferredSymptom]:
-    """Symptoms the artifacts suggest, strongest first (at most one per rule)."""
+def infer_symptoms(evidence: Sequence[Any], with_words: bool = True) -> list[InferredSymptom]:
+    """Symptoms the artifacts suggest, strongest first (at most one per rule); ``with_words``: also the symptom the
+    report's sentences describe (probes/artifacts/cues.py), which the engine asks for only when no rule fired."""
     out: list[InferredSymptom] = []
     for rule in family("infer").tables["rules"]:
         hits = _holds(rule["when"], evidence)
@@ -79,4 +80,6 @@ def infer_symptoms(evidence: Sequence[Any]) -> list[InferredSymptom]:
             out.append(InferredSymptom(symptom=rule["symptom"], basis=rule["basis"], provenance=first.provenance,
                                        missing=tuple(rule.get("missing", ())),
                                        text=f"{rule['basis']} ({len(hits)} record(s))"))
+    if with_words:  # last: the symptom a report's own sentences describe, the weakest prior
+        out += [e for e in evidence if e.kind == "inferred_symptom"]
     return out

@@ -1,0 +1,90 @@
+"""The symptom a report's own sentences describe -> InferredSymptom evidence (``rules/artifacts/cues.yaml``).
+
+"Training gets stuck at init_process_group on the second node" names no cause, but it names a symptom, and
+the runbook's symptom table then gives the likely causes. Lines that read as prose (mostly words, no log or
+code markers) are scored against each symptom's cue words; the symptom is kept only when its score clearly
+beats every other. The engine checks it after every rule of ``infer.yaml``: it is the weakest prior of all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from diagnose.evidence import InferredSymptom
+from diagnose.probes.artifacts.source import Source
+from diagnose.probes.artifacts.spec import FamilySpec, family
+
+__all__ = ["parse", "score_lines", "BASIS"]
+
+BASIS = "the report's own words"
+
+
+_COMPILED: dict[int, list[tuple[str, re.Pattern[str], int, bool | None]]] = {}
+
+
+def _cues(spec: FamilySpec) -> list[tuple[str, re.Pattern[str], int, bool | None]]:
+    """(symptom, cue regex, weight, needs a multi-GPU report) of every cue, compiled once per spec."""
+    if id(spec) not in _COMPILED:
+        _COMPILED[id(spec)] = [(symptom, re.compile(c["cue"], re.IGNORECASE | re.ASCII), int(c["weight"]), c.get("multi"))
+                               for symptom, cues in spec.tables["symptoms"].items() for c in cues]
+    return _COMPILED[id(spec)]
+
+
+def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
+    """(line number, text) of the lines that read as a sentence a user wrote."""
+    tables, out = spec.tables, []
+    marker, word, quote = spec.rx("log_marker"), spec.rx("word"), spec.rx("quote_prefix")
+    for no, raw in enumerate(src.lines[: tables["max_lines"]], 1):
+        line = quote.sub("", raw).strip()
+        if not line or marker.match(line):
+            continue
+        words = word.findall(line)
+        if len(words) >= tables["min_words"] and sum(map(len, words)) >= tables["min_word_share"] * len(line):
+            out.append((no, line))
+    return out
+
+
+def score_lines(lines: list[tuple[int, str]], spec: FamilySpec) -> dict[str, tuple[int, int, list[str]]]:
+    """Per symptom: (score, line of its strongest cue, the cue words seen)."""
+    multi = any(spec.rx("multi").search(text) for _, text in lines)
+    found: dict[str, list[Any]] = {}  # symptom -> [score, strongest weight, its line, words]
+    for no, text in lines:
+        for symptom, rx, weight, needs_multi in _cues(spec):
+            if needs_multi is not None and needs_multi != multi:
+                continue
+            m = rx.search(text)
+            if m is None:
+                continue
+            entry = found.setdefault(symptom, [0, 0, no, []])
+            entry[0] += weight
+            if weight > entry[1]:
+                entry[1], entry[2] = weight, no
+            entry[3].append(m.group(0)[:60])
+    for absorber, absorbed in spec.tables.get("absorbs", {}).items():
+        if absorber in found and found[absorber][1] >= 2:
+            for other in absorbed:
+                if other in found:
+                    found[absorber][0] += found[other][0]
+                    found[absorber][3] += found.pop(other)[3]
+    return {s: (score, line, words) for s, (score, _, line, words) in found.items()}
+
+
+def parse(src: Source) -> list[Any]:
+    """At most one InferredSymptom: the symptom whose cues clearly outweigh the others' in the file's prose."""
+    spec = family("cues")
+    lines = prose_lines(src, spec)
+    if not lines:
+        return []
+    scores = score_lines(lines, spec)
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1][0])
+    if not ranked:
+        return []
+    symptom, (score, line, seen) = ranked[0]
+    runner_up = ranked[1][1][0] if len(ranked) > 1 else 0
+    if score < spec.tables["min_score"] or score < spec.tables["margin"] * runner_up:
+        return []
+    words = ", ".join(dict.fromkeys(f"'{w}'" for w in seen))[:200]
+    return [InferredSymptom(symptom=symptom, basis=f"{BASIS} ({words})", provenance=src.prov(line), rank=src.rank,
+                            missing=tuple(spec.tables["missing"].get(symptom, ())),
+                            text=f"{symptom}: {words} (score {score} vs {runner_up})")]

@@ -1,0 +1,57 @@
+"""The symptom a report's sentences describe (probes/artifacts/cues.py), on sentences from public threads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diagnose.commands.logs import run_logs
+from diagnose.probes.artifacts import cues
+from diagnose.probes.artifacts.source import Source
+
+REPORTS = [
+    # https://discuss.huggingface.co/t/transformer-model-parallel-does-not-work-with-pytorch-ddp-for-multi-node-training/22375
+    ("The naive model parallelism in Transformer models such as T5 does not work with pytorch Distributed Data "
+     "Parallel for multi-node training. It will freeze at the step of torch.nn.parallel.DistributedDataParallel(Model).",
+     "hang_at_startup", "freeze at the step of torch.nn.parallel"),
+    # https://discuss.pytorch.org/t/training-hangs-on-loss-backward-with-ddp-nnodes-2-nproc-per-node-3/220127
+    ("Training hangs on loss.backward() with DDP --nnodes=2 --nproc_per_node=3", "hang_mid_run", "hangs"),
+]
+
+
+@pytest.mark.parametrize(("text", "symptom", "cue"), REPORTS)
+def test_a_report_sentence_names_its_symptom(text: str, symptom: str, cue: str) -> None:
+    (found,) = cues.parse(Source("report.txt", text))
+    assert found.symptom == symptom and cue in found.basis and found.provenance.line == 1
+
+
+@pytest.mark.parametrize("text", [
+    "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 ms.",
+    "RuntimeError: the training hangs and then it crashes with an error",       # printed, not written
+    "I trained the model and it works fine, thanks for the great repository!",  # no symptom words
+    "The memory usage looks fine to me and the loss goes down as expected here.",  # one weak cue: too little
+])
+def test_log_lines_and_unclear_reports_name_nothing(text: str) -> None:
+    assert cues.parse(Source("report.txt", text)) == []
+
+
+def test_words_that_need_several_gpus_count_only_in_a_multi_gpu_report() -> None:
+    one = cues.parse(Source("a.txt", "Training is much slower than I expected and it takes too long per epoch."))
+    many = cues.parse(Source("b.txt", "Training on 4 GPUs is not any faster than on one, the time per epoch is the same."))
+    assert [e.symptom for e in one] == ["slow_step"] and [e.symptom for e in many] == ["slow_scaling"]
+
+
+def test_after_a_resume_the_loss_jump_is_the_resume_symptom() -> None:
+    (found,) = cues.parse(Source("r.txt", "After resuming from the checkpoint, the loss jumps back up to where it started."))
+    assert found.symptom == "resume_mismatch"
+
+
+def test_the_engine_uses_it_only_when_no_rule_fired(tmp_path: Path) -> None:
+    report_dir = tmp_path / "r"
+    report_dir.mkdir()
+    (report_dir / "issue.txt").write_text(REPORTS[0][0] + "\n")
+    report = run_logs([report_dir])
+    assert report.symptom == "hang_at_startup"
+    assert report.causes and report.causes[0].confidence == "low"
+    assert "the report's own words" in report.causes[0].summary
