@@ -56,7 +56,11 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
             return losses
     if when.get("launch_only"):
         launches = [e for e in ev if e.kind == "launch_spec"]
-        if launches and not any(e.kind in RAN or e.kind == "log_line" for e in ev):
+        # lines matched inside the launch files themselves (--nproc-per-node, a python call) describe the launch,
+        # they are not output of a run
+        launch_files = {e.provenance.source for e in launches}
+        if launches and not any(e.kind in RAN or (e.kind == "log_line" and e.provenance.source not in launch_files)
+                                for e in ev):
             return launches
     return None
 

@@ -86,3 +86,59 @@ def test_results_keyed_by_gpu_count_are_a_divergence_question(tmp_path: Path) ->
     assert report.symptom == "divergence"
     assert {"effective_batch_change", "batchnorm_sync"} <= {c.id for c in report.causes[:3]}
     assert any((e.source or "").endswith("miou.txt") for e in report.causes[0].evidence)
+
+
+# torchrun's documented multi-node form (https://pytorch.org/docs/stable/elastic/run.html), one line per node
+TWO_NODE_TORCHRUN = ("torchrun --nnodes=2 --nproc-per-node=8 --rdzv-id=100 --rdzv-backend=c10d "
+                     "--rdzv-endpoint=node0:29400 train.py\n"
+                     "torchrun --nnodes=2 --nproc-per-node=8 --rdzv-id=100 --rdzv-backend=c10d "
+                     "--rdzv-endpoint=node0:29400 train.py\n")
+
+
+def test_launch_lines_do_not_count_as_output_of_a_run(tmp_path: Path) -> None:
+    # --nproc-per-node matched inside the command file describes the launch; nothing ran
+    report = run_logs([_folder(tmp_path, {"commands.sh": TWO_NODE_TORCHRUN})])
+    assert report.symptom == "hang_at_startup"
+    assert "nothing that ran" in (report.causes[0].evidence[0].text or "")
+
+
+def test_output_in_another_file_is_a_run(tmp_path: Path) -> None:
+    # a rank's console next to the commands: something ran, so the commands alone no longer name the symptom
+    ran = ("node0:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+           "node0:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n")
+    report = run_logs([_folder(tmp_path, {"commands.sh": TWO_NODE_TORCHRUN, "rank0.log": ran})])
+    assert report.symptom != "hang_at_startup"
+    assert not any("nothing that ran" in (e.text or "") for c in report.causes for e in c.evidence)
+
+
+# What users wrote in public threads (the signatures' examples in rules/signatures/user_reports.yaml)
+REPORTS = [
+    ("NCCL_P2P_DISABLE=1 works for me.\n", "hang_at_startup", "host_config"),  # deepspeedai/DeepSpeed#4433
+    ("learning rate resets on resumption from checkpoint\n", "resume_mismatch",
+     "checkpoint_missing_state"),  # huggingface/transformers#23099
+    ("While using Accelerate, it is only utilizing 1 out of the 2 GPUs present.\n", "slow_scaling",
+     "launcher_misconfig"),  # huggingface/accelerate#36
+    ("The document says the *whole* dataset will pass through each GPU.\n", "slow_scaling",
+     "sampler_misconfig"),  # clovaai/voxceleb_trainer#98
+    ("The training always freezes after some epochs.\n", "hang_mid_run", None),  # pytorch/pytorch#22671
+    ("I'm suspecting that the training is network bound.\n", "slow_scaling",
+     "communication_bound"),  # hkust-nlp/simpleRL-reason#63
+    ("I stopped training and increased the number of GPU to 24. When I resumed training, there was no change\n",
+     "resume_mismatch", "effective_batch_change"),  # huggingface/transformers#22580
+    ("My simple code hangs when I use accelerator.prepare (model).\n", "hang_at_startup", None),  # accelerate#1622
+]
+
+
+def test_reported_symptoms_and_causes(tmp_path: Path) -> None:
+    for i, (text, symptom, cause) in enumerate(REPORTS):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        report = run_logs([_folder(folder, {"report.txt": text})])
+        assert report.symptom == symptom, text
+        if cause:
+            assert report.causes[0].id == cause, (text, [c.id for c in report.causes])
+
+
+def test_a_stuck_loss_is_not_a_hang(tmp_path: Path) -> None:
+    report = run_logs([_folder(tmp_path, {"report.txt": "the loss got stuck at 2.3 after 5 epochs\n"})])
+    assert report.symptom != "hang_mid_run"

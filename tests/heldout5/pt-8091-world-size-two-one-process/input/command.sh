@@ -1,0 +1,11 @@
+    python ./scripts/imagenet.py \
+    --arch=resnet50 \
+    --epochs=1 \
+    --batch-size=64 \ 
+    --lr=0.01 \
+    --workers=4 \
+    --world-size=2 \ 
+    --dist-backend=gloo \
+    --dist-url=file:///workspace/sharedfile \
+    --rank=0 \
+    --print-freq 10 /workspace/imagenet
