@@ -4,6 +4,9 @@ A test that fails twice still fails."""
 
 import pytest
 
+# what users pasted (corpus inputs) is data, never a test module, whatever its file is called
+collect_ignore_glob = ["heldout*/*/input/*", "single_process/*/input/*", "goodruns/*/input/*"]
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("rerunfailures"):
