@@ -50,8 +50,8 @@ def test_after_a_resume_the_loss_jump_is_the_resume_symptom() -> None:
 def test_the_engine_uses_it_only_when_no_rule_fired(tmp_path: Path) -> None:
     report_dir = tmp_path / "r"
     report_dir.mkdir()
-    (report_dir / "issue.txt").write_text(REPORTS[0][0] + "\n")
+    (report_dir / "issue.txt").write_text(REPORTS[1][0] + "\n")  # no report signature says it: only cue words
     report = run_logs([report_dir])
-    assert report.symptom == "hang_at_startup"
+    assert report.symptom == "hang_mid_run"
     assert report.causes and report.causes[0].confidence == "low"
     assert "the report's own words" in report.causes[0].summary
