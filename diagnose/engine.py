@@ -175,7 +175,28 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
                places[cause_id], cause_id)
         ranked.append((key, cause))
     ranked.sort(key=lambda kc: kc[0])
-    return [c for _, c in ranked]
+    return fold_refinements([c for _, c in ranked])
+
+
+def fold_refinements(causes: Sequence[Cause]) -> list[Cause]:
+    """One entry per vocabulary cause: an entry whose cause (or the cause it refines) an entry above it
+    already names adds its evidence, rules and path to that entry instead of taking a place of its own
+    (``native_crash`` and ``rank_failure`` below it would otherwise fill two of the top three places)."""
+    out: list[Cause] = []
+    first: dict[str, Cause] = {}
+    for cause in causes:
+        base = cause.refines or cause.id
+        upper = first.get(base)
+        if upper is None:
+            first[base] = cause
+            out.append(cause)
+            continue
+        seen = {(e.source, e.line, e.rank, e.text) for e in upper.evidence}
+        extra = [e for e in cause.evidence if (e.source, e.line, e.rank, e.text) not in seen]
+        upper.evidence = [*upper.evidence, *extra][:MAX_EVIDENCE_PER_CAUSE]
+        upper.rules = list(dict.fromkeys([*upper.rules, *cause.rules]))
+        upper.path = list(dict.fromkeys([*upper.path, *cause.path]))
+    return out
 
 
 def _symptom_source(group: Sequence[Finding]) -> str:

@@ -154,3 +154,20 @@ def test_catalog_family_backs_a_cause_only_where_no_specific_rule_does() -> None
     only_family = diagnose_evidence([family]).causes[0]
     assert (only_family.id, only_family.rules, only_family.ranks) == (
         "gradient_sync_error", ["ddp-gradients-not-reduced-as-expected"], [2])
+
+
+def test_a_refinement_and_its_parent_take_one_place() -> None:
+    line = _line("x", "Segmentation fault (core dumped)")
+    other = _line("y", "RuntimeError: CUDA error: an illegal memory access was encountered", line=2)
+    findings = [
+        Finding(_rule("native", 2), Outcome(cause="native_crash", refines="rank_failure", confidence="high",
+                                            message="native"), {"hit": Binding(frozenset({0}), (line,))}, "native"),
+        Finding(_rule("died", 1), Outcome(cause="rank_failure", confidence="medium", message="died",
+                                          alternatives=("version_mismatch",)),
+                {"hit": Binding(frozenset({0}), (other,))}, "died"),
+    ]
+    causes = rank_causes(findings, set())
+    assert [c.id for c in causes] == ["native_crash", "version_mismatch"]
+    # the parent's line and rule are kept on the entry that took its place
+    assert [e.line for e in causes[0].evidence] == [1, 2]
+    assert causes[0].rules == ["native", "died"]

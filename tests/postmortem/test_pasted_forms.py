@@ -162,8 +162,10 @@ def pasted(draw: st.DrawFn, line: str) -> str:
         last = pf.after_progress_bar(last)
     elif bar == "after":
         last = pf.before_progress_bar(last)
-    elif colour == "none" and draw(st.booleans()):
-        last = pf.wrapped(last, draw(st.integers(min_value=60, max_value=200)))
+    elif colour == "none" and draw(st.booleans()):  # a terminal wraps every line at its width, not one
+        width = draw(st.integers(min_value=60, max_value=200))
+        last = pf.wrapped(last, width)
+        head = "\n".join(pf.wrapped(h, width) for h in head.split("\n")) if head else head
     text = f"{head}\n{last}" if head else last
     return pf.crlf(text) if draw(st.booleans()) else text
 
