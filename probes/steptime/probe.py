@@ -43,6 +43,7 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
     labels: dict[str, int] = {}
     last_label: str | None = None
     out: list[StepMetric] = []
+    last_step: dict[int | None, int] = {}  # the step each rank's lines last named: lines after it belong to it
     skip = spec.labels.get("skip")
     for line_no, raw in lines:
         text = strip_ansi(raw[:MAX_LINE] if isinstance(raw, str) else str(raw)[:MAX_LINE])
@@ -68,6 +69,10 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
             fields.setdefault("run", base)
             if file_rank is not None:
                 fields.setdefault("rank", file_rank)
+            if "step" in fields:
+                last_step[fields.get("rank")] = fields["step"]
+            elif fields.get("rank") in last_step:  # a block format: `STEP: 3/100`, then one metric per line
+                fields["step"] = last_step[fields.get("rank")]
             metric = _metric(fields, source, line_no, stripped, base)
             if metric is not None:
                 out.append(metric)
