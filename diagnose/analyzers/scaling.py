@@ -5,7 +5,8 @@ Facts (ScalingFact ``name``): ``data_wait_share``, ``comm_share``, ``compute_sha
 ``warmup_only``, ``eta``, ``eta_per_sample``, ``eta_effective`` (what rules judge), ``speedup``, ``epoch_speedup``, ``steps_per_epoch_ratio``,
 ``b_eff_ratio``, ``lr_not_adjusted``, ``same_steps_per_epoch_ddp``,
 ``identical_rank_batches``, ``straggler``, ``rank_stalled``, ``slowdown_same_workload``,
-``step_time_only``, ``step_time_ms``, ``local_batch``, ``loss_rise`` (end over low of the smoothed loss).
+``step_time_only``, ``step_time_ms``, ``local_batch``, ``loss_rise`` (end over low of the smoothed loss),
+``loss_not_finite`` (how many logged losses were NaN/Inf).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from diagnose.analyzers.steptime import (
     group_runs,
     identical_batches,
     limit_of,
+    loss_not_finite,
     loss_rise,
     stack_data_share,
     stalled_ranks,
@@ -110,6 +112,12 @@ def _run(stats: RunStats, eta: float | None, facts: list[ScalingFact]) -> dict[s
         facts.append(fact("loss_rise", round(rise.ratio, 2), stats, f"{stats.run}: the loss fell to {rise.low:.4g} "
                           f"(line {rise.low_at.provenance.line}) and rose again to {rise.end:.4g} by line "
                           f"{rise.end_at.provenance.line} ({rise.ratio:.1f}x its low)", source=rise.end_at))
+    if bad := loss_not_finite(stats):
+        where = f"step {bad.first.step}" if bad.first.step is not None else f"line {bad.first.provenance.line}"
+        after = (f" after {bad.last_finite.loss:.4g} at line {bad.last_finite.provenance.line}"
+                 if bad.last_finite is not None else "")
+        facts.append(fact("loss_not_finite", bad.count, stats, f"{stats.run}: the logged loss became {bad.first.loss} "
+                          f"at {where}{after} ({bad.count} non-finite value(s))", source=bad.first))
     for rank, step, mid in stalled_ranks(stats):
         facts.append(fact("rank_stalled", rank, stats, f"rank {rank} logged its last step at {step} while the other "
                           f"ranks of {stats.run} went on to step {mid}", rank=rank))

@@ -196,6 +196,25 @@ def loss_rise(stats: RunStats) -> LossRise | None:
     return LossRise(low, end, end / low, recs[low_i + width // 2], recs[-1])
 
 
+@dataclass(frozen=True)
+class LossNotFinite:
+    """A run whose logged loss became NaN or Inf: the first such record, and the last finite one before it."""
+
+    first: StepMetric
+    last_finite: StepMetric | None
+    count: int
+
+
+def loss_not_finite(stats: RunStats) -> LossNotFinite | None:
+    """The first non-finite loss of a run (NaN or Inf), if its progress lines logged one."""
+    recs = [m for m in stats.records if m.loss is not None]
+    bad = [m for m in recs if not math.isfinite(m.loss)]
+    if not bad:
+        return None
+    before = [m for m in recs if math.isfinite(m.loss) and (m.provenance.line or 0) < (bad[0].provenance.line or 0)]
+    return LossNotFinite(bad[0], before[-1] if before else None, len(bad))
+
+
 def identical_batches(metrics: Sequence[StepMetric]) -> list[tuple[str, list[StepMetric]]]:
     """Per run, the batches that every printing rank saw identically (a sampler that does not shard)."""
     by_run: dict[str, dict[int, list[StepMetric]]] = defaultdict(lambda: defaultdict(list))

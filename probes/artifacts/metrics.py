@@ -18,6 +18,8 @@ from diagnose.probes.artifacts.spec import FamilySpec, family
 __all__ = ["parse"]
 
 MEASURES = ("throughput", "step_time", "step_time_ms", "epoch_time", "loss", "metric")
+STEP_MEASURES = frozenset({"step_time", "step_time_ms", "data_time", "data_time_ms", "throughput", "loss", "epoch_time"})
+STEP_FIELDS = ("step_time", "data_time", "epoch_time", "throughput", "loss", "local_batch", "accumulation", "lr")
 
 
 def _column(cell: str, spec: FamilySpec) -> tuple[str | None, float, str]:
@@ -29,8 +31,8 @@ def _column(cell: str, spec: FamilySpec) -> tuple[str | None, float, str]:
     factor = float(spec.tables["units"].get(unit, 1.0))
     for field, names in spec.tables["columns"].items():
         if base in names or base.replace("_", " ") in names:
-            if field == "step_time_ms":
-                return "step_time", 1e-3, text
+            if field.endswith("_ms"):
+                return field[:-3], 1e-3, text
             return field, factor, text
     return None, 1.0, text
 
@@ -38,13 +40,19 @@ def _column(cell: str, spec: FamilySpec) -> tuple[str | None, float, str]:
 def _header(cells: list[str], spec: FamilySpec) -> list[tuple[str | None, float, str]] | None:
     cols = [_column(c, spec) for c in cells]
     fields = {f for f, _, _ in cols}
-    if not ({"world_size", "seed"} & fields and set(MEASURES) & fields):
-        return None
-    return cols
+    if {"world_size", "seed"} & fields and set(MEASURES) & fields:
+        return cols
+    if {"step", "epoch"} & fields and STEP_MEASURES & {f for f, _, _ in cols}:
+        return cols  # per-step metrics of one run
+    return None
 
 
 def _value(cell: str, field: str, factor: float, spec: FamilySpec) -> Any:
-    if field in ("world_size", "nodes"):
+    if field in ("world_size", "nodes", "step", "epoch"):
+        if field in ("step", "epoch"):
+            m = spec.rx("number").match(cell)
+            num = to_float(m.group("num")) if m and not m.group("unit") else None
+            return int(num) if num is not None and num >= 0 else None
         m = spec.rx("count_cell").match(cell)
         if not m:
             return None
@@ -57,7 +65,9 @@ def _value(cell: str, field: str, factor: float, spec: FamilySpec) -> Any:
     if num is None:
         return None
     unit = m.group("unit")
-    if field in ("step_time", "epoch_time") and unit in spec.tables["units"]:
+    if m.group("si"):
+        num *= float(spec.tables["si"][m.group("si")])
+    if field in ("step_time", "epoch_time", "data_time") and unit in spec.tables["units"]:
         return num * float(spec.tables["units"][unit])
     return int(num) if field in ("seed", "local_batch", "accumulation") else num * factor
 
@@ -123,12 +133,15 @@ def _row_evidence(src: Source, no: int, row: dict[str, Any], header: list[tuple[
                   cells: list[str], table: int) -> list[Any]:
     ws, seed = row.get("world_size"), row.get("seed")
     if ws is None and seed is None:
+        step = {k: row[k] for k in ("step", "epoch", *STEP_FIELDS) if k in row}
+        if set(step) - {"step", "epoch", "lr", "local_batch", "accumulation"}:  # a row of per-step metrics
+            return [StepMetric(run=src.path, provenance=src.prov(no), rank=src.rank, text=" | ".join(cells)[:500],
+                               **step)]
         return []
     label = f"{src.path}:table{table}:" + (f"{ws} GPUs" if ws is not None else f"seed {seed}")
     text = " | ".join(cells)[:500]
     out: list[Any] = []
-    step = {k: row[k] for k in ("step_time", "epoch_time", "throughput", "loss", "local_batch", "accumulation", "lr")
-            if k in row}
+    step = {k: row[k] for k in STEP_FIELDS if k in row}
     if ws is not None and step:
         out.append(StepMetric(run=label, world_size=ws, provenance=src.prov(no), rank=src.rank, text=text, **step))
     for (field, _, name), _cell in zip(header, cells, strict=True):

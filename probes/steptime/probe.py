@@ -14,7 +14,7 @@ from typing import Any
 
 from diagnose.evidence import Provenance, StepMetric
 from diagnose.probes.logs.probe import rank_from_line, rank_from_path
-from diagnose.probes.steptime.scan_steps import step_database
+from diagnose.probes.steptime.scan_steps import step_database, strip_ansi
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
 from diagnose.yamlload import pattern_table
 
@@ -25,6 +25,12 @@ TIME_FIELDS = ("step_time", "data_time", "comm_time", "compute_time", "epoch_tim
 INT_FIELDS = ("step", "epoch", "world_size", "local_batch", "accumulation", "steps_per_epoch", "rank")
 FLOAT_FIELDS = ("throughput", "loss", "lr")
 UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+SI = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+DURATION = {"d": 86400.0, "day": 86400.0, "days": 86400.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0,
+            "hours": 3600.0, "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "s": 1.0,
+            "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3}
+PROGRESS = ("step", "epoch", "step_time", "data_time", "comm_time", "compute_time", "sync_time", "throughput", "loss",
+            "epoch_time", "steps_per_epoch", "batch")
 
 
 def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[StepMetric]:
@@ -37,14 +43,16 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
     labels: dict[str, int] = {}
     last_label: str | None = None
     out: list[StepMetric] = []
+    last_step: dict[int | None, int] = {}  # the step each rank's lines last named: lines after it belong to it
+    skip = spec.labels.get("skip")
     for line_no, raw in lines:
-        text = raw[:MAX_LINE] if isinstance(raw, str) else str(raw)[:MAX_LINE]
+        text = strip_ansi(raw[:MAX_LINE] if isinstance(raw, str) else str(raw)[:MAX_LINE])
         stripped = text.strip()
-        if stripped.startswith("|"):
+        if len(stripped) > 1 and stripped.startswith("|") and stripped.endswith("|"):
             header = _table(stripped, header, line_no, source, spec, out)
             continue
         hit = _detect(text, spec)
-        if not hit:
+        if not hit or (skip is not None and skip.search(text)):
             continue
         fields = _fields(text, spec, hit)
         if fields:
@@ -61,9 +69,15 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
             fields.setdefault("run", base)
             if file_rank is not None:
                 fields.setdefault("rank", file_rank)
+            if "step" in fields:
+                last_step[fields.get("rank")] = fields["step"]
+            elif fields.get("rank") in last_step:  # a block format: `STEP: 3/100`, then one metric per line
+                fields["step"] = last_step[fields.get("rank")]
             metric = _metric(fields, source, line_no, stripped, base)
             if metric is not None:
                 out.append(metric)
+    if not any(getattr(m, f) is not None for m in out for f in PROGRESS):
+        return []  # settings alone (a config, a command line, a banner) are context for progress lines, not steps
     return out
 
 
@@ -105,27 +119,61 @@ def _num(val: str) -> float:
     return float(val.replace(",", ""))
 
 
+def _clock(val: str) -> float:
+    """Seconds of a ``[h:]mm:ss[.ff]`` duration."""
+    total = 0.0
+    for part in val.strip().split(":"):
+        total = total * 60.0 + float(part)
+    return total
+
+
+def _duration(val: str) -> float:
+    """Seconds of a duration written with units, e.g. ``2h30m``, ``1h 5m 3s``, ``45 min``."""
+    total, num, unit = 0.0, "", ""
+    for ch in val.strip().lower() + " ":
+        if (ch.isdigit() or ch == ".") and unit:
+            total, num, unit = total + float(num) * DURATION[unit], "", ""
+        if ch.isdigit() or ch == ".":
+            num += ch
+        elif ch.isalpha():
+            unit += ch
+        elif num and unit:
+            total, num, unit = total + float(num) * DURATION[unit], "", ""
+    if num:  # a number without its unit
+        raise ValueError(val)
+    return total
+
+
 def _convert(raw: dict[str, str], spec: StepSpec) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
+        if "iter" in raw and "step" not in raw:
+            raw["step"] = raw["iter"]
         for key in INT_FIELDS:
             if key in raw:
                 out[key] = int(_num(raw[key]))
         if "rank_prefix" in raw and "rank" not in out:
             out["rank"] = int(raw["rank_prefix"])
+        if "loss_parts" in raw and "loss" not in raw:
+            out["loss"] = sum(float(v) for v in raw["loss_parts"].split())
         for key in FLOAT_FIELDS:
             if key in raw:
-                out[key] = _num(raw[key])
+                out[key] = _num(raw[key]) * SI[raw[f"{key}_si"]] if raw.get(f"{key}_si") else _num(raw[key])
         for key in TIME_FIELDS:
             if key in raw:
                 val = _num(raw[key]) * UNITS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
                 out[key] = val + _num(raw.get(f"{key}_min") or "0") * 60.0
+            elif raw.get(f"{key}_hms"):
+                out[key] = _clock(raw[f"{key}_hms"])
+            elif raw.get(f"{key}_dur"):
+                out[key] = _duration(raw[f"{key}_dur"])
         rate = raw.get("step_rate") or raw.get("hf_rate")
         if rate and _num(rate) > 0:
-            out.setdefault("step_time", 1.0 / _num(rate))
+            rate_val = _num(rate) * (SI[raw["step_rate_si"]] if raw.get("step_rate") and raw.get("step_rate_si") else 1.0)
+            out.setdefault("step_time", 1.0 / rate_val)
             if raw.get("step_rate"):
-                out.setdefault("throughput", _num(rate))
-    except (ValueError, OverflowError, ZeroDivisionError):
+                out.setdefault("throughput", rate_val)
+    except (ValueError, OverflowError, ZeroDivisionError, KeyError):
         return {}
     if raw.get("single"):
         out["world_size"] = 1

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnose.commands.logs import run_logs
+from diagnose.commands.logs import collect_logs, run_logs
 from diagnose.probes.logs.probe import log_signatures, scan_text
 from diagnose.probes.logs.scanner import Scanner
 
@@ -73,3 +73,19 @@ def test_random_and_mutated_logs_never_break_the_scanner(lines, cut, junk):
         hs = Scanner(log_signatures()).scan_buffer(data)
         fallback = Scanner(log_signatures(), engine="re").scan_buffer(data)
         assert {(h.signature, h.line_no) for h in hs.hits} == {(h.signature, h.line_no) for h in fallback.hits}
+
+
+def test_one_100mb_line_of_progress_fragments(tmp_path):
+    """A single 100 MB line of trainer progress fragments: the step-time parser leaves a file over its limit to
+    `diagnose scaling` with a note, and one of just under its limit is read at the line's first 4 KiB."""
+    unit = "Epoch [1][50/1000]\tlr: 1.000e-02, time: 0.743, data_time: 0.512, loss: 1.2 | wps 1 | ups 1 | 3.42G 1.2 "
+    big = tmp_path / "big.log"
+    with big.open("w") as fh:
+        fh.write(unit * ((100 << 20) // len(unit)) + "\n")
+    report = run_logs([big])
+    assert any("step-time lines not parsed" in n for n in report.notes)
+    small = tmp_path / "small.log"
+    small.write_text(unit * ((3 << 20) // len(unit)) + "\n")
+    evidence, _, _ = collect_logs([small])
+    steps = [e for e in evidence if e.kind == "step_metric"]
+    assert len(steps) == 1 and len(steps[0].text) <= 500 and steps[0].step_time == 0.743
