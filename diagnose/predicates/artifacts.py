@@ -118,7 +118,54 @@ def _endpoint_no_port(ctx: Context) -> Binding | None:
     return None
 
 
+# launchers whose per-node process count is one process per GPU (torchrun's --nproc-per-node, deepspeed --num_gpus)
+_PER_GPU_LAUNCHERS = ("torchrun", "torch.distributed.launch", "deepspeed")
+
+
+def _fewer_than_visible(ctx: Context) -> Binding | None:
+    """A per-GPU launcher starts fewer processes per node than CUDA_VISIBLE_DEVICES leaves visible: the GPUs past
+    the process count get no rank (torchrun's docs: --nproc-per-node is the number of GPUs to use)."""
+    for source, specs in _by_source(ctx, "launch_spec").items():
+        env = next((s for s in specs if s.launcher in ("env", "kubernetes") and s.visible_gpus is not None), None)
+        for spec in specs:
+            p = spec.procs_per_node
+            if spec.launcher not in _PER_GPU_LAUNCHERS or not p:
+                continue
+            visible = spec.visible_gpus if spec.visible_gpus is not None else (env.visible_gpus if env else None)
+            if visible is not None and p < visible:
+                cited = [spec] + ([env] if env and spec.visible_gpus is None else [])
+                return _bind(cited, launcher=spec.launcher, procs=p, devices=visible,
+                             where=f"CUDA_VISIBLE_DEVICES={spec.cuda_visible_devices or env.cuda_visible_devices}",
+                             detail=source)
+    return None
+
+
+def _threads_oversubscribe(ctx: Context, at_least: int = 128) -> Binding | None:
+    """The launch sets OMP_NUM_THREADS above 1 for several processes per node, and threads x processes (plus the
+    DataLoader workers of each process) reach ``at_least``: torchrun sets OMP_NUM_THREADS=1 per process by default
+    for this reason (torch/distributed/run.py)."""
+    for spec in ctx.of("launch_spec"):
+        omp = to_int_or_none(spec.variables.get("OMP_NUM_THREADS"))
+        procs = spec.procs_per_node or 0
+        if omp is None or omp < 2 or procs < 2:
+            continue
+        total = procs * (omp + (spec.loader_workers or 0))
+        if total >= at_least:
+            workers = f" + {spec.loader_workers} DataLoader workers" if spec.loader_workers else ""
+            return _bind([spec], launcher=spec.launcher, procs=procs, devices=total,
+                         where=f"{procs} processes x ({omp} OMP threads{workers}) = {total} busy threads per node",
+                         detail=spec.text or "")
+    return None
+
+
+def to_int_or_none(value: Any) -> int | None:
+    text = str(value).strip().strip("\"'") if value is not None else ""
+    return int(text) if text.isdigit() and len(text) < 6 else None
+
+
 CHECKS = {
+    "procs_fewer_than_visible": _fewer_than_visible,
+    "threads_oversubscribe": _threads_oversubscribe,
     "procs_exceed_visible": lambda ctx: _exceeds(ctx, "visible"),
     "procs_exceed_allocation": lambda ctx: _exceeds(ctx, "allocation"),
     "procs_exceed_hardware": lambda ctx: _exceeds(ctx, "hardware"),
@@ -131,8 +178,9 @@ CHECKS = {
 
 @predicate(binds=_FIELDS, kinds=("launch_spec", "system_fact"))
 def launch_check(ctx: Context, check: str) -> Binding | None:
-    """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, batch_script_without_task_launcher,
-    nodes_disagree, world_size_not_product, rdzv_endpoint_without_port."""
+    """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
+    threads_oversubscribe, batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
+    rdzv_endpoint_without_port."""
     if check not in CHECKS:
         raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
     return CHECKS[check](ctx)

@@ -40,7 +40,8 @@ def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
         if not line or marker.match(line):
             continue
         words = word.findall(line)
-        if len(words) >= tables["min_words"] and sum(map(len, words)) >= tables["min_word_share"] * len(line):
+        latin = len(words) >= tables["min_words"] and sum(map(len, words)) >= tables["min_word_share"] * len(line)
+        if latin or len(spec.rx("cjk").findall(line)) >= tables["min_cjk_chars"]:  # or a Chinese/Japanese sentence
             out.append((no, line))
     return out
 

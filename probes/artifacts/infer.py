@@ -55,6 +55,8 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
         if len({e.run or e.provenance.source for e in losses}) >= when["loss_runs"]:
             return losses
     if when.get("launch_only"):
+        if any(e.kind == "inferred_symptom" for e in ev):
+            return None  # the report's own sentences name what was seen: they say more than the launch alone
         launches = [e for e in ev if e.kind == "launch_spec"]
         # lines matched inside the launch files themselves (--nproc-per-node, a python call) describe the launch,
         # they are not output of a run

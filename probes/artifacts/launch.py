@@ -269,6 +269,11 @@ def parse(src: Source) -> list[LaunchSpec]:
                     body += found
                     body_python = body_python or (not found and bool(head & pythons))
                 continue
+            if "`" in cmd:  # a command quoted inline in a sentence: "(the training command is `torchrun ...`)"
+                for m in rx("inline_command").finditer(cmd):
+                    code = m.group("code")
+                    if {w.rsplit("/", 1)[-1] for w in code.split(None, 4)[:4]} & present:
+                        out += _command(src, no, code, env, spec)
         for name in wanted:
             if name not in extras and (m := rx(name).search(line)):
                 extras[name] = m.group(1) or ""

@@ -15,9 +15,9 @@ from diagnose.vocab import CAUSES, SYMPTOMS
 
 TESTS = Path(__file__).resolve().parents[1]
 # the corpora whose cases carry a "kind"; older ones predate that field
-WITH_KIND = ("heldout4", "heldout5", "heldout6")
-REQUIRED = ("heldout3", "heldout4", "heldout5", "heldout6")
-KINDS = {"log", "metrics", "system", "config", "command", "script", "single_process"}
+WITH_KIND = ("heldout4", "heldout5", "heldout6", "heldout8")
+REQUIRED = ("heldout3", "heldout4", "heldout5", "heldout6", "heldout8")
+KINDS = {"log", "metrics", "system", "config", "command", "script", "prose", "single_process"}
 SOURCE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$|^https?://\S+$")
 CASES = sorted(p.parent for p in TESTS.glob("heldout*/*/case.json"))
 
@@ -25,7 +25,7 @@ CASES = sorted(p.parent for p in TESTS.glob("heldout*/*/case.json"))
 def test_the_held_out_corpora_are_there() -> None:
     present = {c.parent.name for c in CASES}
     assert present >= set(REQUIRED), present
-    assert all(sum(c.parent.name == name for c in CASES) >= 40 for name in ("heldout5", "heldout6"))
+    assert all(sum(c.parent.name == name for c in CASES) >= 40 for name in ("heldout5", "heldout6", "heldout8"))
 
 
 @pytest.mark.parametrize("case_dir", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
