@@ -160,7 +160,10 @@ def _convert(raw: dict[str, str], spec: StepSpec) -> dict[str, Any]:
             if key in raw:
                 out[key] = _num(raw[key]) * SI[raw[f"{key}_si"]] if raw.get(f"{key}_si") else _num(raw[key])
         for key in TIME_FIELDS:
-            if key in raw:
+            parts = [raw[f"{key}_p{i}"] for i in range(1, 9) if raw.get(f"{key}_p{i}")]
+            if parts and key not in raw:
+                out[key] = sum(map(_num, parts)) * UNITS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
+            elif key in raw:
                 val = _num(raw[key]) * UNITS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
                 out[key] = val + _num(raw.get(f"{key}_min") or "0") * 60.0
             elif raw.get(f"{key}_hms"):

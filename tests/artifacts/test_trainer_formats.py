@@ -26,7 +26,10 @@ FORMATS = {
     "hf_trainer.log": ({"loss", "lr", "step", "step_time", "throughput"}, {"lr": 4.5e-05}),
     "lightning_tqdm.log": ({"step", "epoch", "step_time", "loss"}, {"steps_per_epoch": 1000}),
     "lightning_rich.log": ({"step", "epoch", "step_time", "loss", "steps_per_epoch"}, {"epoch": 2}),
-    "deepspeed.log": ({"step", "step_time", "loss", "lr", "throughput"}, {"step_time": 0.515}),
+    "deepspeed.log": (
+        {"step", "step_time", "loss", "lr", "throughput", "comm_time", "compute_time"},
+        {"step_time": 0.515, "comm_time": 0.0498},
+    ),
     "megatron.log": ({"step", "step_time", "loss", "lr"}, {"lr": 1.2e-05}),
     "torchtitan.log": ({"step", "loss", "throughput"}, {"throughput": 7892.0}),
     "torchtune.log": ({"step", "loss", "lr", "throughput", "step_time"}, {"step_time": 2.0}),
@@ -194,3 +197,18 @@ def test_torchtitan_rank_that_stops_logging_is_named(tmp_path: Path) -> None:
     report = run_logs([tmp_path / "console.log"])
     stalled = [c for c in report.causes if c.id == "rank_failure"]
     assert stalled and 2 in stalled[0].ranks
+
+
+def test_deepspeed_wall_clock_breakdown_gives_the_communication_term(tmp_path: Path) -> None:
+    """`wall_clock_breakdown: true` (deepspeedai/DeepSpeed:deepspeed/utils/timer.py): an all-reduce longer than the
+    forward, inner backward and optimizer step together is a communication-bound step."""
+    lines = [
+        f"[2024-05-01 10:00:{i:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd: 60.10 | "
+        f"bwd: 400.20 | bwd_inner: 120.40 | bwd_allreduce: 279.80 | step: 10.20"
+        for i in range(1, 9)
+    ]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    steps = _steps_of(tmp_path / "train.log")
+    assert steps[0]["comm_time"] == pytest.approx(0.2798) and steps[0]["compute_time"] == pytest.approx(0.1907)
+    symptom, causes = _top([tmp_path / "train.log"])
+    assert causes[0] == "communication_bound", causes
