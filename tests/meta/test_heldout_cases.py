@@ -25,7 +25,9 @@ CASES = sorted(p.parent for p in TESTS.glob("heldout*/*/case.json"))
 def test_the_held_out_corpora_are_there() -> None:
     present = {c.parent.name for c in CASES}
     assert present >= set(REQUIRED), present
-    assert all(sum(c.parent.name == name for c in CASES) >= 40 for name in ("heldout5", "heldout6", "heldout7"))
+    assert all(
+        sum(c.parent.name == name for c in CASES) >= 40 for name in ("heldout5", "heldout6", "heldout7")
+    )
 
 
 @pytest.mark.parametrize("case_dir", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
