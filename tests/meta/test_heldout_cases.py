@@ -1,4 +1,4 @@
-"""The held-out corpora (tests/heldout, tests/heldout2 ... tests/heldout6) are labelled with the
+"""The held-out corpora (tests/heldout, tests/heldout2 ... tests/heldout7) are labelled with the
 contract's ids only: every case.json has the fields of the held-out layout, names one symptom and
 causes from shared/corpus/CAUSES.md (mirrored in diagnose.vocab), cites a source as owner/repo#N,
 and has a non-empty input folder. A label typo would silently count as a miss in every score."""
@@ -15,8 +15,8 @@ from diagnose.vocab import CAUSES, SYMPTOMS
 
 TESTS = Path(__file__).resolve().parents[1]
 # the corpora whose cases carry a "kind"; older ones predate that field
-WITH_KIND = ("heldout4", "heldout5", "heldout6", "heldout8")
-REQUIRED = ("heldout3", "heldout4", "heldout5", "heldout6", "heldout8")
+WITH_KIND = ("heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9")
+REQUIRED = ("heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
 KINDS = {"log", "metrics", "system", "config", "command", "script", "prose", "single_process"}
 SOURCE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$|^https?://\S+$")
 CASES = sorted(p.parent for p in TESTS.glob("heldout*/*/case.json"))
@@ -25,7 +25,8 @@ CASES = sorted(p.parent for p in TESTS.glob("heldout*/*/case.json"))
 def test_the_held_out_corpora_are_there() -> None:
     present = {c.parent.name for c in CASES}
     assert present >= set(REQUIRED), present
-    assert all(sum(c.parent.name == name for c in CASES) >= 40 for name in ("heldout5", "heldout6", "heldout8"))
+    assert all(sum(c.parent.name == name for c in CASES) >= 40
+               for name in ("heldout5", "heldout6", "heldout7", "heldout8"))
 
 
 @pytest.mark.parametrize("case_dir", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
