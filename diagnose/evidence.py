@@ -193,7 +193,7 @@ class LaunchSpec(_Evidence):
 
     kind: Literal["launch_spec"] = "launch_spec"
     launcher: str = Field(description="torchrun, torch.distributed.launch, mp.spawn, srun, sbatch, mpirun, deepspeed, "
-                                      "accelerate, lightning, kubernetes, env")
+                                      "accelerate, lightning, kubernetes, env, code (a training script's calls)")
     nodes: int | None = Field(None, description="nodes asked for (--nnodes, -N, --num_machines)")
     procs_per_node: int | None = Field(None, description="processes per node (--nproc-per-node, --ntasks-per-node)")
     world_size: int | None = Field(None, description="total processes, when stated (-n/--ntasks, -np, WORLD_SIZE)")
@@ -217,6 +217,13 @@ class LaunchSpec(_Evidence):
     backend: str | None = Field(None, description="process-group backend named (nccl, gloo)")
     wrapper: str | None = Field(None, description="parallel wrapper named (ddp, fsdp, deepspeed, ...)")
     variables: dict[str, str] = Field(default_factory=dict, description="NCCL_*, TORCH_*, thread and rank variables set")
+    code_rank: str | None = Field(None, description="a script's init_process_group(rank=...) as written")
+    rank_scope: str | None = Field(None, description="local or global: whether code_rank is a per-node index")
+    device_index: str | None = Field(None, description="the expression a script takes its CUDA device index from "
+                                                       "(set_device, cuda:{...}, device_ids)")
+    device_scope: str | None = Field(None, description="local or global: whether device_index is a per-node index")
+    loader_sampler: str | None = Field(None, description="a shuffling training DataLoader's sampler as written; "
+                                                         "'none' when it has none and no sharding sampler is named")
 
 
 class ConfigSetting(_Evidence):

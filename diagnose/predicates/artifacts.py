@@ -158,6 +158,102 @@ def _threads_oversubscribe(ctx: Context, at_least: int = 128) -> Binding | None:
     return None
 
 
+# launchers whose command says how many processes start (a script's own calls, launcher "code", do not)
+_STARTERS = ("torchrun", "torch.distributed.launch", "deepspeed", "accelerate", "lightning", "mp.spawn", "srun",
+             "mpirun", "composer", "kubernetes", "sbatch")
+
+
+def _code(ctx: Context, field: str) -> list[Any]:
+    return [s for s in ctx.of("launch_spec") if s.launcher == "code" and getattr(s, field) is not None]
+
+
+def _started(ctx: Context) -> list[tuple[Any, int, bool]]:
+    """(spec, processes it starts, whether that count is the whole world) of every launch that states a count:
+    nodes x per node (torchrun's --nnodes defaults to 1), -n/-np/--ntasks/num_processes; mp.spawn's nprocs is
+    per node, its node count unknown."""
+    out = []
+    for s in ctx.of("launch_spec"):
+        if s.launcher not in _STARTERS:
+            continue
+        if s.world_size:
+            out.append((s, s.world_size, True))
+        elif s.procs_per_node and s.launcher == "mp.spawn":
+            out.append((s, s.procs_per_node, False))
+        elif s.procs_per_node and (s.nodes or s.launcher in ("torchrun", "torch.distributed.launch")):
+            out.append((s, (s.nodes or 1) * s.procs_per_node, True))
+    return out
+
+
+def _nodes(ctx: Context) -> Any:
+    return next((s for s in ctx.of("launch_spec") if s.launcher != "code" and (s.nodes or 0) > 1), None)
+
+
+def _code_rank_fixed(ctx: Context) -> Binding | None:
+    """init_process_group(rank=<a number>) while more than one process starts: every process claims that rank (the
+    docstring of torch.distributed.init_process_group: rank in [0, world_size - 1], one per process); or rank=
+    a per-node index (LOCAL_RANK) on more than one node: two nodes each bring ranks 0..n-1."""
+    for spec in _code(ctx, "code_rank"):
+        rank = spec.code_rank.strip()
+        if rank.isdigit() and spec.world_size != 1:
+            return _bind([spec], launcher="init_process_group", procs=spec.world_size or "several",
+                         devices=rank, where=f"rank={rank} written into the script", detail=spec.text or "")
+        multi = _nodes(ctx)
+        if multi is not None and spec.rank_scope == "local":
+            return _bind([spec, multi], launcher="init_process_group", procs=multi.nodes, devices=rank,
+                         where=f"rank={rank}, a per-node index, on {multi.nodes} nodes", detail=spec.text or "")
+    return None
+
+
+def _code_world_size(ctx: Context) -> Binding | None:
+    """init_process_group(world_size=<a number>) differs from the processes the launch starts (mp.spawn's nprocs
+    per node must divide it)."""
+    for spec in _code(ctx, "world_size"):
+        w = spec.world_size
+        for launch, n, whole in _started(ctx):
+            if (whole and n != w) or (not whole and (w < n or w % n)):
+                return _bind([spec, launch], launcher=launch.launcher, procs=n, devices=w,
+                             where=f"the script says world_size={w}, {launch.launcher} starts {n} process(es)"
+                                   + ("" if whole else " per node"), detail=spec.text or "")
+    return None
+
+
+def _code_device_global(ctx: Context) -> Binding | None:
+    """A device index taken from the global rank on more than one node: on the second node the rank exceeds the
+    GPUs there (torchrun sets LOCAL_RANK for the device, RANK for the process group; torch/distributed/run.py)."""
+    multi = _nodes(ctx)
+    if multi is None:
+        return None
+    for spec in _code(ctx, "device_index"):
+        if spec.device_scope == "global":
+            return _bind([spec, multi], launcher=multi.launcher, procs=multi.nodes, devices=spec.device_index,
+                         where=f"the device index is {spec.device_index}, a global rank, on {multi.nodes} nodes",
+                         detail=spec.text or "")
+    return None
+
+
+def _code_dataparallel(ctx: Context) -> Binding | None:
+    """nn.DataParallel (one process driving every GPU by threads) in a script that is launched as several
+    processes or initialises a process group: DistributedDataParallel was meant."""
+    for spec in _code(ctx, "wrapper"):
+        if spec.wrapper != "DataParallel":
+            continue
+        many = next((s for s, n, _ in _started(ctx) if n > 1), None) or next(iter(_code(ctx, "code_rank")), None)
+        if many is not None:
+            return _bind([spec, many], launcher=many.launcher, procs="several", devices="all",
+                         where="nn.DataParallel inside a multi-process launch", detail=spec.text or "")
+    return None
+
+
+def _code_loader_unsharded(ctx: Context) -> Binding | None:
+    """Under DDP, the training DataLoader shuffles with no sampler and no DistributedSampler is named: every rank
+    reads the whole dataset (torch/utils/data/distributed.py)."""
+    for spec in _code(ctx, "loader_sampler"):
+        if spec.loader_sampler == "none":
+            return _bind([spec], launcher="code", procs="every", devices="the whole dataset",
+                         where="DataLoader(shuffle=True) without a DistributedSampler under DDP", detail=spec.text or "")
+    return None
+
+
 def to_int_or_none(value: Any) -> int | None:
     text = str(value).strip().strip("\"'") if value is not None else ""
     return int(text) if text.isdigit() and len(text) < 6 else None
@@ -173,6 +269,11 @@ CHECKS = {
     "nodes_disagree": _nodes_disagree,
     "world_size_not_product": _world_product,
     "rdzv_endpoint_without_port": _endpoint_no_port,
+    "code_rank_fixed": _code_rank_fixed,
+    "code_world_size_differs": _code_world_size,
+    "code_device_from_global_rank": _code_device_global,
+    "code_dataparallel_under_launch": _code_dataparallel,
+    "code_loader_without_sampler": _code_loader_unsharded,
 }
 
 
@@ -180,7 +281,8 @@ CHECKS = {
 def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
     threads_oversubscribe, batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
-    rdzv_endpoint_without_port."""
+    rdzv_endpoint_without_port; a script's own calls: code_rank_fixed, code_world_size_differs,
+    code_device_from_global_rank, code_dataparallel_under_launch, code_loader_without_sampler."""
     if check not in CHECKS:
         raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
     return CHECKS[check](ctx)
@@ -268,7 +370,7 @@ def _contract(ctx: Context) -> list[tuple[str | None, dict[str, Any], list[Any]]
             cited.append(c)
         for s in launches.get(source, []):
             n = s.world_size or ((s.nodes or 1) * s.procs_per_node if s.procs_per_node else None)
-            if n and s.launcher not in ("sbatch", "srun"):
+            if n and s.launcher not in ("sbatch", "srun", "code"):  # a script's own world_size= is one run's
                 got.setdefault("world", n)
                 cited.append(s)
         if got:

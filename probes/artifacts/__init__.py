@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any, AnyStr
 
 from diagnose.evidence import dump_evidence
-from diagnose.probes.artifacts import configs, cues, launch, metrics, prose, system
+from diagnose.probes.artifacts import configs, cues, launch, launch_code, metrics, prose, system
 from diagnose.probes.artifacts.source import Source
 
 __all__ = ["parse", "records", "pieces", "FAMILIES", "HEAD_BYTES", "TAIL_BYTES", "MAX_BYTES", "PRODUCES"]
 
-FAMILIES = (launch, configs, system, metrics, prose, cues)
+FAMILIES = (launch, launch_code, configs, system, metrics, prose, cues)
 HEAD_BYTES = 1 << 20   # a pasted artifact is read whole; of a longer file (a log) its head and its tail:
 TAIL_BYTES = 256 << 10  # launch commands, env and configs are printed first, results tables last
 MAX_BYTES = 8 << 20    # never more is decoded (the log probe's view is 8 MiB)

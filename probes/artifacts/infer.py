@@ -57,7 +57,8 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
     if when.get("launch_only"):
         if any(e.kind == "inferred_symptom" for e in ev):
             return None  # the report's own sentences name what was seen: they say more than the launch alone
-        launches = [e for e in ev if e.kind == "launch_spec"]
+        # a script's own calls (launcher "code") say how it sets up ranks, not that a launch is all there is
+        launches = [e for e in ev if e.kind == "launch_spec" and e.launcher != "code"]
         # lines matched inside the launch files themselves (--nproc-per-node, a python call) describe the launch,
         # they are not output of a run
         launch_files = {e.provenance.source for e in launches}

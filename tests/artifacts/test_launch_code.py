@@ -1,0 +1,102 @@
+"""A training script's share of the launch contract (issue 11, item 1): probe fields and end-to-end causes.
+
+Fixtures under fixtures/code/ (sources in SOURCES.md); every near miss (a comment, a docstring, rank=rank,
+world_size=world_size, rank % GPUs, LOCAL_RANK) must stay quiet."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from artifact_helpers import FIXTURES
+
+from diagnose.commands.logs import run_logs
+from diagnose.probes.artifacts import parse
+
+
+def _code(text: str) -> list:
+    return [e for e in parse("train.py", text)[0] if e.kind == "launch_spec" and e.launcher == "code"]
+
+
+@pytest.mark.parametrize(
+    ("case", "cause", "symptom"),
+    [
+        ("rank_literal", "rank_env_mismatch", "hang_at_startup"),
+        ("device_global_rank", "rank_env_mismatch", "crash"),
+        ("ddp_no_sampler", "sampler_misconfig", "slow_scaling"),
+        ("dataparallel_torchrun", "launcher_misconfig", "slow_scaling"),
+        ("world_size_literal", "launcher_misconfig", "hang_at_startup"),
+    ],
+)
+def test_contradiction_is_the_top_cause(case: str, cause: str, symptom: str) -> None:
+    report = run_logs([FIXTURES / "code" / case])
+    assert report.causes and report.causes[0].id == cause, [c.id for c in report.causes]
+    assert report.symptom == symptom
+    assert all(e.line for e in report.causes[0].evidence)  # file:line provenance
+
+
+@pytest.mark.parametrize("case", ["device_local_rank", "ddp_with_sampler", "near_misses"])
+def test_near_miss_names_no_code_cause(case: str) -> None:
+    report = run_logs([FIXTURES / "code" / case])
+    fired = {r for c in report.causes for r in (c.rules or ())} if report.causes else set()
+    assert not any(str(r).startswith("code-") for r in fired), fired
+    specs = [
+        e
+        for e in parse(case, "\n".join(p.read_text() for p in sorted((FIXTURES / "code" / case).iterdir())))[
+            0
+        ]
+        if e.kind == "launch_spec" and e.launcher == "code"
+    ]
+    assert not any(s.code_rank and s.code_rank.isdigit() for s in specs)
+    assert not any(
+        s.device_scope == "global" or s.wrapper == "DataParallel" or s.loader_sampler for s in specs
+    )
+
+
+def test_fields_and_lines() -> None:
+    (init,) = [s for s in _code((FIXTURES / "code/rank_literal/train.py").read_text()) if s.code_rank]
+    assert (init.code_rank, init.world_size, init.provenance.line) == ("0", 2, 7)
+    (dev,) = _code((FIXTURES / "code/device_global_rank/finetune.py").read_text())
+    assert (dev.device_index, dev.device_scope, dev.provenance.line) == ("rank", "global", 11)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# dist.init_process_group('nccl', world_size=2, rank=0)\n",
+        '"""\ndist.init_process_group("nccl", world_size=2, rank=0)\n"""\n',
+        "x = 'dist.init_process_group(world_size=2, rank=0)'\nprint('rank=0')\n",
+        "dist.init_process_group('nccl', rank=rank, world_size=world_size)\n",
+        "torch.cuda.set_device(rank % torch.cuda.device_count())\n",
+        "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n",
+        "device = torch.device(f'cuda:{args.gpu}')\n",
+        "# model = nn.DataParallel(model)\n",
+    ],
+)
+def test_near_miss_lines(text: str) -> None:
+    specs = _code(text)
+    assert not any((s.code_rank or "").isdigit() or s.device_scope == "global" or s.wrapper for s in specs), (
+        specs
+    )
+
+
+def test_one_node_rank_device_is_quiet(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 4 train.py\n")
+    (tmp_path / "train.py").write_text("torch.cuda.set_device(rank)\n")
+    report = run_logs([tmp_path])
+    assert not report.causes or report.causes[0].id != "rank_env_mismatch"
+
+
+def test_hostile_text_is_linear() -> None:
+    lines = [
+        "init_process_group(" + "rank=" * 2000,
+        "set_device(" + "(" * 5000,
+        "DataLoader(" + "x=1, " * 3000,
+        "cuda:{" * 4000,
+        '"""' * 3001,
+    ]
+    started = time.perf_counter()
+    for line in lines:
+        _code("\n".join([line] * 50))
+    assert time.perf_counter() - started < 5.0
