@@ -158,6 +158,20 @@ def _threads_oversubscribe(ctx: Context, at_least: int = 128) -> Binding | None:
     return None
 
 
+def _procs_exceed_world(ctx: Context) -> Binding | None:
+    """One node's processes outnumber the whole world (world size = nodes x processes per node >= processes per
+    node): OpenNMT-py's -gpu_ranks lists more GPUs than -world_size (onmt/utils/parse.py refuses it), an env dump's
+    PET_NPROC_PER_NODE above WORLD_SIZE."""
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher in ("sbatch", "srun", "mpirun", "code") or not spec.world_size or not spec.procs_per_node:
+            continue
+        if spec.procs_per_node > spec.world_size:
+            return _bind([spec], launcher=spec.launcher, procs=spec.procs_per_node, devices=spec.world_size,
+                         where=f"{spec.procs_per_node} processes per node but a world size of {spec.world_size}",
+                         detail=spec.text or "")
+    return None
+
+
 # launchers whose command says how many processes start (a script's own calls, launcher "code", do not)
 _STARTERS = ("torchrun", "torch.distributed.launch", "deepspeed", "accelerate", "lightning", "mp.spawn", "srun",
              "mpirun", "composer", "kubernetes", "sbatch")
@@ -269,6 +283,7 @@ CHECKS = {
     "nodes_disagree": _nodes_disagree,
     "world_size_not_product": _world_product,
     "rdzv_endpoint_without_port": _endpoint_no_port,
+    "procs_exceed_world": _procs_exceed_world,
     "code_rank_fixed": _code_rank_fixed,
     "code_world_size_differs": _code_world_size,
     "code_device_from_global_rank": _code_device_global,
@@ -281,7 +296,7 @@ CHECKS = {
 def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
     threads_oversubscribe, batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
-    rdzv_endpoint_without_port; a script's own calls: code_rank_fixed, code_world_size_differs,
+    rdzv_endpoint_without_port, procs_exceed_world; a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_loader_without_sampler."""
     if check not in CHECKS:
         raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")

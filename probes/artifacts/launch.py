@@ -102,6 +102,11 @@ def _options(name: str, tokens: list[str], at: int, spec: FamilySpec) -> tuple[d
             out[opt] = val
         elif opt in flags:
             out[opt] = True
+        elif opt in spec.tables["list_options"].get(name, ()):  # nargs='*': the count of the values that follow
+            n = 0
+            while i + 1 < len(tokens) and not tokens[i + 1].startswith("-") and n < 4096:
+                n, i = n + 1, i + 1
+            out[opt] = str(n)
         elif i + 1 < len(tokens):
             out[opt] = tokens[i + 1]
             i += 1

@@ -27,6 +27,7 @@ def _code(text: str) -> list:
         ("ddp_no_sampler", "sampler_misconfig", "slow_scaling"),
         ("dataparallel_torchrun", "launcher_misconfig", "slow_scaling"),
         ("world_size_literal", "launcher_misconfig", "hang_at_startup"),
+        ("onmt_gpu_ranks", "launcher_misconfig", "crash"),
     ],
 )
 def test_contradiction_is_the_top_cause(case: str, cause: str, symptom: str) -> None:
@@ -100,3 +101,19 @@ def test_hostile_text_is_linear() -> None:
     for line in lines:
         _code("\n".join([line] * 50))
     assert time.perf_counter() - started < 5.0
+
+
+@pytest.mark.parametrize(
+    ("command", "world", "procs"),
+    [
+        ("onmt_train -config c.yaml -world_size 1 -gpu_ranks 0 1 2 3", 1, 4),
+        (
+            "onmt_train -world_size 4 -gpu_ranks 0 1 -save_model m",
+            4,
+            2,
+        ),  # one node of two: not a contradiction
+    ],
+)
+def test_onmt_gpu_ranks_are_counted(command: str, world: int, procs: int) -> None:
+    (spec,) = [e for e in parse("train.sh", command)[0] if e.kind == "launch_spec"]
+    assert (spec.launcher, spec.world_size, spec.procs_per_node) == ("onmt_train", world, procs)
