@@ -258,6 +258,23 @@ def _code_dataparallel(ctx: Context) -> Binding | None:
     return None
 
 
+def _trainer_vs_slurm(ctx: Context) -> Binding | None:
+    """Lightning's Trainer(devices=, num_nodes=) disagrees with the Slurm allocation: under Slurm, Lightning takes
+    its ranks from srun, and devices must equal --ntasks-per-node and num_nodes --nodes (Lightning's docs,
+    clouds/cluster_advanced)."""
+    slurm = [s for s in ctx.of("launch_spec") if s.launcher in ("sbatch", "srun") and (s.procs_per_node or s.nodes)]
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher != "code" or spec.wrapper != "lightning":
+            continue
+        for s in slurm:
+            for mine, theirs, what, flag in ((spec.procs_per_node, s.procs_per_node, "devices", "--ntasks-per-node"),
+                                             (spec.nodes, s.nodes, "num_nodes", "--nodes")):
+                if mine and theirs and mine != theirs:
+                    return _bind([spec, s], launcher=s.launcher, procs=theirs, devices=mine,
+                                 where=f"Trainer({what}={mine}) but {s.launcher} {flag}={theirs}", detail=spec.text or "")
+    return None
+
+
 def _code_loader_unsharded(ctx: Context) -> Binding | None:
     """Under DDP, the training DataLoader shuffles with no sampler and no DistributedSampler is named: every rank
     reads the whole dataset (torch/utils/data/distributed.py)."""
@@ -289,6 +306,7 @@ CHECKS = {
     "code_device_from_global_rank": _code_device_global,
     "code_dataparallel_under_launch": _code_dataparallel,
     "code_loader_without_sampler": _code_loader_unsharded,
+    "trainer_layout_vs_slurm": _trainer_vs_slurm,
 }
 
 
@@ -297,7 +315,7 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
     threads_oversubscribe, batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
     rdzv_endpoint_without_port, procs_exceed_world; a script's own calls: code_rank_fixed, code_world_size_differs,
-    code_device_from_global_rank, code_dataparallel_under_launch, code_loader_without_sampler."""
+    code_device_from_global_rank, code_dataparallel_under_launch, code_loader_without_sampler, trainer_layout_vs_slurm."""
     if check not in CHECKS:
         raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
     return CHECKS[check](ctx)

@@ -128,6 +128,7 @@ def parse(src: Source) -> list[LaunchSpec]:
         "set_device",
         "DataParallel",
         "DataLoader",
+        "Trainer(",
         "cuda:",
         'cuda"',
         "cuda'",
@@ -161,6 +162,16 @@ def parse(src: Source) -> list[LaunchSpec]:
                     _device(found, no, _first_arg("(" + ids[1:]), text, spec)
             elif call == "DataParallel" and "dp" not in found:
                 found["dp"] = (no, text)
+            elif call == "Trainer" and "trainer" not in found:
+                kw = _kwargs(text, spec)
+                devices = kw.get("devices", kw.get("gpus", ""))
+                if devices.isdigit() or kw.get("num_nodes", "").isdigit():
+                    found["trainer"] = (
+                        no,
+                        to_int(devices) if devices.isdigit() else None,
+                        to_int(kw["num_nodes"]) if kw.get("num_nodes", "").isdigit() else None,
+                        text,
+                    )
             elif call == "DataLoader":
                 loaders.append((no, _kwargs(text, spec)))
         if "cuda" in line and (m := spec.rx("device_string").search(line)):
@@ -190,6 +201,19 @@ def parse(src: Source) -> list[LaunchSpec]:
                 launcher="code",
                 device_index=expr,
                 device_scope=where,
+                provenance=src.prov(no),
+                rank=src.rank,
+                text=text[:500],
+            )
+        )
+    if "trainer" in found:  # Lightning's Trainer(devices=, num_nodes=): processes per node and nodes
+        no, devices, nodes, text = found["trainer"]
+        out.append(
+            LaunchSpec(
+                launcher="code",
+                wrapper="lightning",
+                procs_per_node=devices,
+                nodes=nodes,
                 provenance=src.prov(no),
                 rank=src.rank,
                 text=text[:500],

@@ -28,6 +28,7 @@ def _code(text: str) -> list:
         ("dataparallel_torchrun", "launcher_misconfig", "slow_scaling"),
         ("world_size_literal", "launcher_misconfig", "hang_at_startup"),
         ("onmt_gpu_ranks", "launcher_misconfig", "crash"),
+        ("lightning_slurm", "launcher_misconfig", "hang_at_startup"),
     ],
 )
 def test_contradiction_is_the_top_cause(case: str, cause: str, symptom: str) -> None:
