@@ -177,72 +177,33 @@ def parse(src: Source) -> list[LaunchSpec]:
         if "cuda" in line and (m := spec.rx("device_string").search(line)):
             _device(found, no, m.group("fmt") or m.group("cat") or m.group("arg") or "", line, spec)
     out: list[LaunchSpec] = []
+
+    def spec_at(no: int, text: str, **fields: Any) -> None:
+        out.append(LaunchSpec(launcher="code", provenance=src.prov(no), rank=src.rank, text=text[:500], **fields))
+
     if "init" in found and (
         found["init"][1].get("rank", "").isdigit()
         or found["init"][1].get("world_size", "").isdigit()
         or scope(found["init"][1].get("rank", ""), spec) == "local"
     ):
         no, kw, text = found["init"]
-        out.append(
-            LaunchSpec(
-                launcher="code",
+        spec_at(no, text,
                 world_size=to_int(kw.get("world_size", "")) if kw.get("world_size", "").isdigit() else None,
-                code_rank=kw.get("rank"),
-                rank_scope=scope(kw["rank"], spec) if "rank" in kw else None,
-                provenance=src.prov(no),
-                rank=src.rank,
-                text=text[:500],
-            )
-        )
+                code_rank=kw.get("rank"), rank_scope=scope(kw["rank"], spec) if "rank" in kw else None)
     if "device" in found and found["device"][2] == "global":
         no, expr, where, text = found["device"]
-        out.append(
-            LaunchSpec(
-                launcher="code",
-                device_index=expr,
-                device_scope=where,
-                provenance=src.prov(no),
-                rank=src.rank,
-                text=text[:500],
-            )
-        )
+        spec_at(no, text, device_index=expr, device_scope=where)
     if "trainer" in found:  # Lightning's Trainer(devices=, num_nodes=): processes per node and nodes
         no, devices, nodes, text = found["trainer"]
-        out.append(
-            LaunchSpec(
-                launcher="code",
-                wrapper="lightning",
-                procs_per_node=devices,
-                nodes=nodes,
-                provenance=src.prov(no),
-                rank=src.rank,
-                text=text[:500],
-            )
-        )
+        spec_at(no, text, wrapper="lightning", procs_per_node=devices, nodes=nodes)
     if "dp" in found and not ddp:
         no, text = found["dp"]
-        out.append(
-            LaunchSpec(
-                launcher="code",
-                wrapper="DataParallel",
-                provenance=src.prov(no),
-                rank=src.rank,
-                text=text[:500],
-            )
-        )
+        spec_at(no, text, wrapper="DataParallel")
     if ddp and not shard:
         for no, kw in loaders:
             if kw.get("shuffle") == "True" and "sampler" not in kw and "batch_sampler" not in kw:
-                out.append(
-                    LaunchSpec(
-                        launcher="code",
-                        loader_sampler="none",
-                        wrapper="DistributedDataParallel",
-                        provenance=src.prov(no),
-                        rank=src.rank,
-                        text=f"DataLoader(..., shuffle=True) with no sampler at line {no}",
-                    )
-                )
+                spec_at(no, f"DataLoader(..., shuffle=True) with no sampler at line {no}",
+                        loader_sampler="none", wrapper="DistributedDataParallel")
                 break
     return out
 
