@@ -11,6 +11,7 @@ call spanning lines is joined up to a bounded number of lines; every pattern is 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from diagnose.evidence import LaunchSpec
@@ -23,30 +24,26 @@ _PROMPTS = (">>> ", "... ")
 _CALLS_PER_LINE = 4  # calls read on one line (a line of a real script holds one or two)
 
 
-def _strip_comment(line: str) -> str:
-    """``line`` up to a ``#`` that is outside a string (one linear scan)."""
+def _quotes(line: str) -> Iterator[tuple[int, str, bool]]:
+    """(position, character, whether it lies inside a string literal) of each character of ``line``."""
     quote = ""
     for i, ch in enumerate(line):
+        yield i, ch, bool(quote)
         if quote:
             if ch == quote:
                 quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch == "#":
-            return line[:i]
-    return line
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` up to a ``#`` that is outside a string (one linear scan)."""
+    return next((line[:i] for i, ch, quoted in _quotes(line) if ch == "#" and not quoted), line)
 
 
 def _in_string(line: str, pos: int) -> bool:
     """Whether ``pos`` of ``line`` lies inside a string literal (one linear scan up to it)."""
-    quote = ""
-    for ch in line[:pos]:
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-    return bool(quote)
+    return next((quoted for i, _, quoted in _quotes(line) if i == pos), False)
 
 
 def code_lines(src: Source) -> list[tuple[int, str]]:

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-byte escapes
-_ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI_PATTERN = rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+_ANSI = re.compile(_ANSI_PATTERN)
+_ANSI_TEXT = re.compile(_ANSI_PATTERN.decode())
 WRAP_JOIN_MAX_BYTES = 8 << 20  # joining soft-wrapped lines costs a Python pass over the lines
 WRAP_MIN_WIDTH = 60
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250})
@@ -37,6 +39,13 @@ def strip_ansi(data: bytes) -> bytes:
     if b"\x1b" not in data:
         return data
     return _ANSI.sub(b"", data).replace(b"\x1b", b"")
+
+
+def strip_ansi_text(text: str) -> str:
+    """``strip_ansi`` for decoded text (a progress line read as ``str``)."""
+    if "\x1b" not in text:
+        return text
+    return _ANSI_TEXT.sub("", text).replace("\x1b", "")
 
 
 def needs_normalizing(buf: Any) -> bool:

@@ -14,7 +14,8 @@ from typing import Any
 
 from diagnose.evidence import Provenance, StepMetric
 from diagnose.probes.logs.probe import rank_from_line, rank_from_path
-from diagnose.probes.steptime.scan_steps import step_database, strip_ansi
+from diagnose.probes.logs.scan_normalize import strip_ansi_text
+from diagnose.probes.steptime.scan_steps import step_database
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
 from diagnose.yamlload import pattern_table
 
@@ -46,7 +47,7 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
     last_step: dict[int | None, int] = {}  # the step each rank's lines last named: lines after it belong to it
     skip = spec.labels.get("skip")
     for line_no, raw in lines:
-        text = strip_ansi(raw[:MAX_LINE] if isinstance(raw, str) else str(raw)[:MAX_LINE])
+        text = strip_ansi_text(raw[:MAX_LINE] if isinstance(raw, str) else str(raw)[:MAX_LINE])
         stripped = text.strip()
         if len(stripped) > 1 and stripped.startswith("|") and stripped.endswith("|"):
             header = _table(stripped, header, line_no, source, spec, out)

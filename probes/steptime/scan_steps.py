@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import diagnose.cache as scan_cache
+from diagnose.probes.logs.scan_normalize import strip_ansi
 from diagnose.probes.steptime.spec import StepSpec
 
 try:  # the fast detector is optional: the Python ``re`` gate is a correct fallback
@@ -20,24 +21,13 @@ except ImportError:  # pragma: no cover - exercised where the wheel is missing
 
 TABLE_ROW = r"^[ \t]*\|"   # a candidate; the parser reads it as a table row only when it also ends with `|`
 _TABLE_ROW = re.compile(TABLE_ROW.encode(), re.MULTILINE)
-ANSI = r"\x1b\[[0-9;?]{0,32}[A-Za-z]"   # terminal colour and cursor codes (torchtitan, Keras 3 print them)
-_ANSI = re.compile(ANSI)
-_ANSI_B = re.compile(ANSI.encode())
-
-
-def strip_ansi(text: str) -> str:
-    """``text`` without terminal escape codes (line breaks kept, so line numbers stay)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
-
-
 _DBS: dict[tuple[int, str], Any] = {}
 
 
 def step_candidate_lines(data: bytes, spec: StepSpec) -> list[tuple[int, str]]:
     """``(line number, text)`` of every line that may carry a step metric or a table row, in order."""
     text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if b"\x1b" in text:
-        text = _ANSI_B.sub(b"", text)
+    text = strip_ansi(text)  # torchtitan and Keras 3 colour their progress lines
     starts = sorted(_hit_line_starts(text, spec))
     out: list[tuple[int, str]] = []
     line_no, pos = 1, 0
