@@ -6,7 +6,8 @@ explicitly from its modules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,19 @@ def collect(module: Any) -> dict[str, PredicateInfo]:
 def ranks_of(items: Iterable[Any]) -> frozenset[int]:
     """Ranks of the evidence items that name one."""
     return frozenset(e.rank for e in items if e.rank is not None)
+
+
+def bind(evidence: Sequence[Any], **fields: Any) -> Binding:
+    """A binding that cites ``evidence`` (its ranks become the culprit candidates) with message fields."""
+    return Binding(frozenset(e.rank for e in evidence if getattr(e, "rank", None) is not None), tuple(evidence), fields)
+
+
+def by_source(ctx: Any, kind: str) -> dict[str | None, list[Any]]:
+    """The evidence of ``kind``, grouped by the file it came from."""
+    out: dict[str | None, list[Any]] = defaultdict(list)
+    for e in ctx.of(kind):
+        out[e.provenance.source].append(e)
+    return out
 
 
 def parse_rank_list(text: Any) -> frozenset[int]:

@@ -1,0 +1,300 @@
+"""The launch contract, checked over pasted artifacts: world size = nodes x processes per node, one process per
+GPU, a batch script starts its tasks with srun, and a training script's own calls agree with its launcher.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagnose.context import Context
+from diagnose.predicates.base import Binding, bind, by_source, predicate
+from diagnose.probes.artifacts.source import to_int
+
+GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
+_FIELDS = ("launcher", "procs", "devices", "where", "detail")
+
+
+def _gpu_count(ctx: Context) -> tuple[int, Any] | None:
+    counts = [f for f in ctx.of("system_fact") if f.name == "gpu_count" and f.tool in GPU_COUNT_TOOLS
+              and isinstance(f.value, int) and f.value > 0]
+    return (max(f.value for f in counts), max(counts, key=lambda f: f.value)) if counts else None
+
+
+def _procs(spec: Any) -> int | None:
+    return spec.procs_per_node if spec.launcher != "sbatch" else None
+
+
+def _exceeds(ctx: Context, against: str) -> Binding | None:
+    hardware = _gpu_count(ctx) if against == "hardware" else None
+    for source, specs in by_source(ctx, "launch_spec").items():
+        alloc = next((s for s in specs if s.launcher in ("sbatch", "srun") and s.gpus_per_node), None)
+        env = next((s for s in specs if s.launcher in ("env", "kubernetes") and s.visible_gpus is not None), None)
+        for spec in specs:
+            p = _procs(spec)
+            if not p or p < 2 and against != "visible":
+                continue
+            if against == "visible":
+                visible = spec.visible_gpus if spec.visible_gpus is not None else (env.visible_gpus if env else None)
+                if visible is not None and p > visible:
+                    cited = [spec] + ([env] if env and spec.visible_gpus is None else [])
+                    return bind(cited, launcher=spec.launcher, procs=p, devices=visible,
+                                 where=f"CUDA_VISIBLE_DEVICES={spec.cuda_visible_devices or env.cuda_visible_devices}",
+                                 detail=source)
+            elif against == "allocation" and alloc is not None and spec is not alloc and spec.launcher != "srun":
+                if p > alloc.gpus_per_node:
+                    return bind([spec, alloc], launcher=spec.launcher, procs=p, devices=alloc.gpus_per_node,
+                                 where=f"the {alloc.launcher} allocation ({alloc.gpus_per_node} GPUs per node)",
+                                 detail=source)
+            elif against == "hardware" and hardware is not None and p > hardware[0]:
+                return bind([spec, hardware[1]], launcher=spec.launcher, procs=p, devices=hardware[0],
+                             where=f"{hardware[1].tool} ({hardware[0]} GPUs)", detail=source)
+    return None
+
+
+def _batch_without_starter(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher != "sbatch" or spec.launches_tasks is not False:
+            continue
+        tasks = (spec.nodes or 1) * (spec.procs_per_node or 1)
+        if (spec.nodes or 1) > 1 or (tasks > 1 and spec.inner_launcher in (None, "python")):
+            inner = spec.inner_launcher or "its command"
+            return bind([spec], launcher="sbatch", procs=tasks, devices=spec.gpus_per_node or "?",
+                         where=f"{inner} runs once, on the first node", detail=spec.text or "")
+    return None
+
+
+def _nodes_disagree(ctx: Context) -> Binding | None:
+    for source, specs in by_source(ctx, "launch_spec").items():
+        outer = [s for s in specs if s.launcher in ("sbatch", "srun") and s.nodes]
+        inner = [s for s in specs if s.launcher in ("torchrun", "torch.distributed.launch", "deepspeed", "accelerate")
+                 and s.nodes]
+        for o in outer:
+            for i in inner:
+                if i.nodes != o.nodes:
+                    return bind([i, o], launcher=i.launcher, procs=i.nodes, devices=o.nodes,
+                                 where=f"{i.launcher} says {i.nodes} node(s), {o.launcher} gives {o.nodes}",
+                                 detail=source)
+        tasks = [s for s in specs if s.launcher in ("sbatch", "srun") and (s.procs_per_node or 1) > 1]
+        per_node = [s for s in specs if s.launcher in ("torchrun", "torch.distributed.launch") and (s.procs_per_node or 1) > 1]
+        if tasks and per_node:
+            t, p = tasks[0], per_node[0]
+            return bind([p, t], launcher=p.launcher, procs=t.procs_per_node * p.procs_per_node, devices=p.procs_per_node,
+                         where=f"{t.procs_per_node} {t.launcher} tasks per node each start {p.procs_per_node} "
+                               f"{p.launcher} processes", detail=source)
+    return None
+
+
+def _world_product(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        if spec.world_size and spec.nodes and spec.procs_per_node and spec.world_size != spec.nodes * spec.procs_per_node:
+            return bind([spec], launcher=spec.launcher, procs=spec.world_size, devices=spec.nodes * spec.procs_per_node,
+                         where=f"world size {spec.world_size} != {spec.nodes} nodes x {spec.procs_per_node} per node",
+                         detail=spec.text or "")
+    return None
+
+
+def _endpoint_no_port(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        ep = spec.rdzv_endpoint
+        if ep and spec.rdzv_backend == "c10d" and ":" not in ep.replace("[", "").split("]")[-1]:
+            return bind([spec], launcher=spec.launcher, procs=spec.nodes or "?", devices="?",
+                         where=f"--rdzv-endpoint {ep} names no port", detail=spec.text or "")
+    return None
+
+
+# launchers whose per-node process count is one process per GPU (torchrun's --nproc-per-node, deepspeed --num_gpus)
+_PER_GPU_LAUNCHERS = ("torchrun", "torch.distributed.launch", "deepspeed")
+
+
+def _fewer_than_visible(ctx: Context) -> Binding | None:
+    """A per-GPU launcher starts fewer processes per node than CUDA_VISIBLE_DEVICES leaves visible: the GPUs past
+    the process count get no rank (torchrun's docs: --nproc-per-node is the number of GPUs to use)."""
+    for source, specs in by_source(ctx, "launch_spec").items():
+        env = next((s for s in specs if s.launcher in ("env", "kubernetes") and s.visible_gpus is not None), None)
+        for spec in specs:
+            p = spec.procs_per_node
+            if spec.launcher not in _PER_GPU_LAUNCHERS or not p:
+                continue
+            visible = spec.visible_gpus if spec.visible_gpus is not None else (env.visible_gpus if env else None)
+            if visible is not None and p < visible:
+                cited = [spec] + ([env] if env and spec.visible_gpus is None else [])
+                return bind(cited, launcher=spec.launcher, procs=p, devices=visible,
+                             where=f"CUDA_VISIBLE_DEVICES={spec.cuda_visible_devices or env.cuda_visible_devices}",
+                             detail=source)
+    return None
+
+
+def _threads_oversubscribe(ctx: Context, at_least: int = 128) -> Binding | None:
+    """The launch sets OMP_NUM_THREADS above 1 for several processes per node, and threads x processes (plus the
+    DataLoader workers of each process) reach ``at_least``: torchrun sets OMP_NUM_THREADS=1 per process by default
+    for this reason (torch/distributed/run.py)."""
+    for spec in ctx.of("launch_spec"):
+        omp = to_int(spec.variables.get("OMP_NUM_THREADS"))
+        procs = spec.procs_per_node or 0
+        if omp is None or omp < 2 or procs < 2:
+            continue
+        total = procs * (omp + (spec.loader_workers or 0))
+        if total >= at_least:
+            workers = f" + {spec.loader_workers} DataLoader workers" if spec.loader_workers else ""
+            return bind([spec], launcher=spec.launcher, procs=procs, devices=total,
+                         where=f"{procs} processes x ({omp} OMP threads{workers}) = {total} busy threads per node",
+                         detail=spec.text or "")
+    return None
+
+
+def _procs_exceed_world(ctx: Context) -> Binding | None:
+    """One node's processes outnumber the whole world (world size = nodes x processes per node >= processes per
+    node): OpenNMT-py's -gpu_ranks lists more GPUs than -world_size (onmt/utils/parse.py refuses it), an env dump's
+    PET_NPROC_PER_NODE above WORLD_SIZE."""
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher in ("sbatch", "srun", "mpirun", "code") or not spec.world_size or not spec.procs_per_node:
+            continue
+        if spec.procs_per_node > spec.world_size:
+            return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node, devices=spec.world_size,
+                         where=f"{spec.procs_per_node} processes per node but a world size of {spec.world_size}",
+                         detail=spec.text or "")
+    return None
+
+
+# launchers whose command says how many processes start (a script's own calls, launcher "code", do not)
+_STARTERS = ("torchrun", "torch.distributed.launch", "deepspeed", "accelerate", "lightning", "mp.spawn", "srun",
+             "mpirun", "composer", "kubernetes", "sbatch")
+
+
+def _code(ctx: Context, field: str) -> list[Any]:
+    return [s for s in ctx.of("launch_spec") if s.launcher == "code" and getattr(s, field) is not None]
+
+
+def _started(ctx: Context) -> list[tuple[Any, int, bool]]:
+    """(spec, processes it starts, whether that count is the whole world) of every launch that states a count:
+    nodes x per node (torchrun's --nnodes defaults to 1), -n/-np/--ntasks/num_processes; mp.spawn's nprocs is
+    per node, its node count unknown."""
+    out = []
+    for s in ctx.of("launch_spec"):
+        if s.launcher not in _STARTERS:
+            continue
+        if s.world_size:
+            out.append((s, s.world_size, True))
+        elif s.procs_per_node and s.launcher == "mp.spawn":
+            out.append((s, s.procs_per_node, False))
+        elif s.procs_per_node and (s.nodes or s.launcher in ("torchrun", "torch.distributed.launch")):
+            out.append((s, (s.nodes or 1) * s.procs_per_node, True))
+    return out
+
+
+def _nodes(ctx: Context) -> Any:
+    return next((s for s in ctx.of("launch_spec") if s.launcher != "code" and (s.nodes or 0) > 1), None)
+
+
+def _code_rank_fixed(ctx: Context) -> Binding | None:
+    """init_process_group(rank=<a number>) while more than one process starts: every process claims that rank (the
+    docstring of torch.distributed.init_process_group: rank in [0, world_size - 1], one per process); or rank=
+    a per-node index (LOCAL_RANK) on more than one node: two nodes each bring ranks 0..n-1."""
+    for spec in _code(ctx, "code_rank"):
+        rank = spec.code_rank.strip()
+        if rank.isdigit() and spec.world_size != 1:
+            return bind([spec], launcher="init_process_group", procs=spec.world_size or "several",
+                         devices=rank, where=f"rank={rank} written into the script", detail=spec.text or "")
+        multi = _nodes(ctx)
+        if multi is not None and spec.rank_scope == "local":
+            return bind([spec, multi], launcher="init_process_group", procs=multi.nodes, devices=rank,
+                         where=f"rank={rank}, a per-node index, on {multi.nodes} nodes", detail=spec.text or "")
+    return None
+
+
+def _code_world_size(ctx: Context) -> Binding | None:
+    """init_process_group(world_size=<a number>) differs from the processes the launch starts (mp.spawn's nprocs
+    per node must divide it)."""
+    for spec in _code(ctx, "world_size"):
+        w = spec.world_size
+        for launch, n, whole in _started(ctx):
+            if (whole and n != w) or (not whole and (w < n or w % n)):
+                return bind([spec, launch], launcher=launch.launcher, procs=n, devices=w,
+                             where=f"the script says world_size={w}, {launch.launcher} starts {n} process(es)"
+                                   + ("" if whole else " per node"), detail=spec.text or "")
+    return None
+
+
+def _code_device_global(ctx: Context) -> Binding | None:
+    """A device index taken from the global rank on more than one node: on the second node the rank exceeds the
+    GPUs there (torchrun sets LOCAL_RANK for the device, RANK for the process group; torch/distributed/run.py)."""
+    multi = _nodes(ctx)
+    if multi is None:
+        return None
+    for spec in _code(ctx, "device_index"):
+        if spec.device_scope == "global":
+            return bind([spec, multi], launcher=multi.launcher, procs=multi.nodes, devices=spec.device_index,
+                         where=f"the device index is {spec.device_index}, a global rank, on {multi.nodes} nodes",
+                         detail=spec.text or "")
+    return None
+
+
+def _code_dataparallel(ctx: Context) -> Binding | None:
+    """nn.DataParallel (one process driving every GPU by threads) in a script that is launched as several
+    processes or initialises a process group: DistributedDataParallel was meant."""
+    for spec in _code(ctx, "wrapper"):
+        if spec.wrapper != "DataParallel":
+            continue
+        many = next((s for s, n, _ in _started(ctx) if n > 1), None) or next(iter(_code(ctx, "code_rank")), None)
+        if many is not None:
+            return bind([spec, many], launcher=many.launcher, procs="several", devices="all",
+                         where="nn.DataParallel inside a multi-process launch", detail=spec.text or "")
+    return None
+
+
+def _trainer_vs_slurm(ctx: Context) -> Binding | None:
+    """Lightning's Trainer(devices=, num_nodes=) disagrees with the Slurm allocation: under Slurm, Lightning takes
+    its ranks from srun, and devices must equal --ntasks-per-node and num_nodes --nodes (Lightning's docs,
+    clouds/cluster_advanced)."""
+    slurm = [s for s in ctx.of("launch_spec") if s.launcher in ("sbatch", "srun") and (s.procs_per_node or s.nodes)]
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher != "code" or spec.wrapper != "lightning":
+            continue
+        for s in slurm:
+            for mine, theirs, what, flag in ((spec.procs_per_node, s.procs_per_node, "devices", "--ntasks-per-node"),
+                                             (spec.nodes, s.nodes, "num_nodes", "--nodes")):
+                if mine and theirs and mine != theirs:
+                    return bind([spec, s], launcher=s.launcher, procs=theirs, devices=mine,
+                                 where=f"Trainer({what}={mine}) but {s.launcher} {flag}={theirs}", detail=spec.text or "")
+    return None
+
+
+def _code_loader_unsharded(ctx: Context) -> Binding | None:
+    """Under DDP, the training DataLoader shuffles with no sampler and no DistributedSampler is named: every rank
+    reads the whole dataset (torch/utils/data/distributed.py)."""
+    for spec in _code(ctx, "loader_sampler"):
+        if spec.loader_sampler == "none":
+            return bind([spec], launcher="code", procs="every", devices="the whole dataset",
+                         where="DataLoader(shuffle=True) without a DistributedSampler under DDP", detail=spec.text or "")
+    return None
+
+
+CHECKS = {
+    "procs_fewer_than_visible": _fewer_than_visible,
+    "threads_oversubscribe": _threads_oversubscribe,
+    "procs_exceed_visible": lambda ctx: _exceeds(ctx, "visible"),
+    "procs_exceed_allocation": lambda ctx: _exceeds(ctx, "allocation"),
+    "procs_exceed_hardware": lambda ctx: _exceeds(ctx, "hardware"),
+    "batch_script_without_task_launcher": _batch_without_starter,
+    "nodes_disagree": _nodes_disagree,
+    "world_size_not_product": _world_product,
+    "rdzv_endpoint_without_port": _endpoint_no_port,
+    "procs_exceed_world": _procs_exceed_world,
+    "code_rank_fixed": _code_rank_fixed,
+    "code_world_size_differs": _code_world_size,
+    "code_device_from_global_rank": _code_device_global,
+    "code_dataparallel_under_launch": _code_dataparallel,
+    "code_loader_without_sampler": _code_loader_unsharded,
+    "trainer_layout_vs_slurm": _trainer_vs_slurm,
+}
+
+
+@predicate(binds=_FIELDS, kinds=("launch_spec", "system_fact"))
+def launch_check(ctx: Context, check: str) -> Binding | None:
+    """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
+    threads_oversubscribe, batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
+    rdzv_endpoint_without_port, procs_exceed_world; a script's own calls: code_rank_fixed, code_world_size_differs,
+    code_device_from_global_rank, code_dataparallel_under_launch, code_loader_without_sampler, trainer_layout_vs_slurm."""
+    if check not in CHECKS:
+        raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
+    return CHECKS[check](ctx)
