@@ -101,6 +101,20 @@ def pattern_table(name: str, section: str = "patterns", directory: str | None = 
             for key, spec in entries.items()}
 
 
+@lru_cache(maxsize=16)
+def number_table(name: str, section: str, directory: str | None = None) -> dict[str, float]:
+    """One section of ``rules/tables/<name>.yaml`` that maps names to numbers (units, factors), checked once."""
+    path = Path(directory or builtin_rules_dir() / "tables") / f"{name}.yaml"
+    data, lines = load_yaml_with_lines(path)
+    entries = data.get(section) if isinstance(data, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        raise RuleError(f"expected a mapping {section!r} of names to numbers", RuleLocation(str(path), 1))
+    bad = [k for k, v in entries.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if bad:
+        raise RuleError(f"{section}: {bad[0]!r} is not a number", RuleLocation(str(path), lines.get((section, bad[0]))))
+    return {str(k): float(v) for k, v in entries.items()}
+
+
 def _checked(key: str, spec: Any, where: RuleLocation) -> re.Pattern[Any]:
     if not isinstance(spec, dict) or not isinstance(spec.get("regex"), str):
         raise RuleError(f"pattern {key!r}: expected a mapping with a 'regex'", where)

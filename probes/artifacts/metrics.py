@@ -14,11 +14,13 @@ from typing import Any
 from diagnose.evidence import MetricSeries, StepMetric
 from diagnose.probes.artifacts.source import Source, per_world_size, to_float
 from diagnose.probes.artifacts.spec import FamilySpec, family
+from diagnose.yamlload import number_table
 
 __all__ = ["parse"]
 
 MEASURES = ("throughput", "step_time", "step_time_ms", "epoch_time", "loss", "metric")
 STEP_MEASURES = frozenset({"step_time", "step_time_ms", "data_time", "data_time_ms", "throughput", "loss", "epoch_time"})
+SI, SECONDS = number_table("units", "si"), number_table("units", "seconds")
 STEP_FIELDS = ("step_time", "data_time", "epoch_time", "throughput", "loss", "local_batch", "accumulation", "lr")
 
 
@@ -28,7 +30,7 @@ def _column(cell: str, spec: FamilySpec) -> tuple[str | None, float, str]:
     base, unit = text.lower(), ""
     if base.endswith(")") and "(" in base:
         base, unit = base[:base.rindex("(")].strip(), base[base.rindex("(") + 1:-1].strip()
-    factor = float(spec.tables["units"].get(unit, 1.0))
+    factor = float(SECONDS.get(unit, 1.0))
     for field, names in spec.tables["columns"].items():
         if base in names or base.replace("_", " ") in names:
             if field.endswith("_ms"):
@@ -66,9 +68,9 @@ def _value(cell: str, field: str, factor: float, spec: FamilySpec) -> Any:
         return None
     unit = m.group("unit")
     if m.group("si"):
-        num *= float(spec.tables["si"][m.group("si")])
-    if field in ("step_time", "epoch_time", "data_time") and unit in spec.tables["units"]:
-        return num * float(spec.tables["units"][unit])
+        num *= float(SI[m.group("si")])
+    if field in ("step_time", "epoch_time", "data_time") and unit in SECONDS:
+        return num * float(SECONDS[unit])
     return int(num) if field in ("seed", "local_batch", "accumulation") else num * factor
 
 
@@ -160,7 +162,7 @@ def _line_measure(unit: str, label: str, spec: FamilySpec) -> tuple[str, float] 
         return "throughput", 1.0
     if unit in units["time"]:
         epoch = any(w in label.lower() for w in spec.tables["epoch_words"])
-        return ("epoch_time" if epoch else "step_time"), float(spec.tables["units"].get(unit, 1.0))
+        return ("epoch_time" if epoch else "step_time"), float(SECONDS.get(unit, 1.0))
     if unit in units["metric"]:
         return "metric", 1.0
     return None

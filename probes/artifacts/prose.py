@@ -14,8 +14,11 @@ from typing import Any
 
 from diagnose.probes.artifacts.source import TIMINGS, Row, Source, per_world_size, to_float
 from diagnose.probes.artifacts.spec import FamilySpec, family
+from diagnose.yamlload import number_table
 
 __all__ = ["parse"]
+
+SECONDS = number_table("units", "seconds")
 
 
 def _world_size(m: re.Match[str], spec: FamilySpec, per_node: int | None) -> int | None:
@@ -47,7 +50,7 @@ def _measures(line: str, spec: FamilySpec) -> list[tuple[int, str, float]]:
     for m in spec.rx("duration").finditer(line):
         value = to_float(m.group("num"))
         if value is not None:
-            seconds = value * float(spec.tables["units"][m.group("unit").lower()])
+            seconds = value * SECONDS[m.group("unit").lower()]
             out.append((m.start(), _duration_field((m.group("per") or "").lower(), seconds, lower), seconds))
     for name in ("rate", "per_iteration"):
         for m in spec.rx(name).finditer(line):

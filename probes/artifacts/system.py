@@ -14,10 +14,11 @@ from typing import Any
 from diagnose.evidence import SystemFact
 from diagnose.probes.artifacts.source import Source, to_float, to_int
 from diagnose.probes.artifacts.spec import FamilySpec, family
+from diagnose.yamlload import number_table
 
 __all__ = ["parse", "size_bytes"]
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+_UNITS = number_table("units", "bytes")
 
 
 def size_bytes(text: str, default_unit: str = "") -> int | None:

@@ -17,7 +17,7 @@ from diagnose.probes.logs.probe import rank_from_line, rank_from_path
 from diagnose.probes.logs.scan_normalize import strip_ansi_text
 from diagnose.probes.steptime.scan_steps import step_database
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
-from diagnose.yamlload import pattern_table
+from diagnose.yamlload import number_table, pattern_table
 
 __all__ = ["parse_step_lines", "run_label"]
 
@@ -25,11 +25,8 @@ MAX_LINE = 4096
 TIME_FIELDS = ("step_time", "data_time", "comm_time", "compute_time", "epoch_time", "sync_time")
 INT_FIELDS = ("step", "epoch", "world_size", "local_batch", "accumulation", "steps_per_epoch", "rank")
 FLOAT_FIELDS = ("throughput", "loss", "lr")
-UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
-SI = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-DURATION = {"d": 86400.0, "day": 86400.0, "days": 86400.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0,
-            "hours": 3600.0, "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "s": 1.0,
-            "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3}
+SI = number_table("units", "si")
+SECONDS = number_table("units", "seconds")
 PROGRESS = ("step", "epoch", "step_time", "data_time", "comm_time", "compute_time", "sync_time", "throughput", "loss",
             "epoch_time", "steps_per_epoch", "batch")
 
@@ -133,13 +130,13 @@ def _duration(val: str) -> float:
     total, num, unit = 0.0, "", ""
     for ch in val.strip().lower() + " ":
         if (ch.isdigit() or ch == ".") and unit:
-            total, num, unit = total + float(num) * DURATION[unit], "", ""
+            total, num, unit = total + float(num) * SECONDS[unit], "", ""
         if ch.isdigit() or ch == ".":
             num += ch
         elif ch.isalpha():
             unit += ch
         elif num and unit:
-            total, num, unit = total + float(num) * DURATION[unit], "", ""
+            total, num, unit = total + float(num) * SECONDS[unit], "", ""
     if num:  # a number without its unit
         raise ValueError(val)
     return total
@@ -163,9 +160,9 @@ def _convert(raw: dict[str, str], spec: StepSpec) -> dict[str, Any]:
         for key in TIME_FIELDS:
             parts = [raw[f"{key}_p{i}"] for i in range(1, 9) if raw.get(f"{key}_p{i}")]
             if parts and key not in raw:
-                out[key] = sum(map(_num, parts)) * UNITS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
+                out[key] = sum(map(_num, parts)) * SECONDS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
             elif key in raw:
-                val = _num(raw[key]) * UNITS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
+                val = _num(raw[key]) * SECONDS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
                 out[key] = val + _num(raw.get(f"{key}_min") or "0") * 60.0
             elif raw.get(f"{key}_hms"):
                 out[key] = _clock(raw[f"{key}_hms"])
@@ -240,7 +237,7 @@ def _table(line: str, header: list[str] | None, line_no: int, source: str,
         if not m:
             continue
         try:
-            val = _num(m.group(1)) * UNITS[m.group(2) or "s"]
+            val = _num(m.group(1)) * SECONDS[m.group(2) or "s"]
         except (ValueError, OverflowError):
             continue
         label = header[i] if header and i < len(header) else f"column {i}"
