@@ -18,7 +18,7 @@ USES_SIGNATURES = frozenset({
     "ddp_member_banner", "store_clients_missing", "store_based_barrier_waiting", "oserror_no_such_file",
     "oserror_is_a_directory", "torch_oom_v1_reserved", "torch_oom_v2_capacity", "torch_oom_this_process_in_use",
 })
-@predicate(binds=("signature", "frames", "message", "seq", "op"), kinds=("log_line",))
+@predicate(binds=("signature", "frames", "message", "seq", "op", "name", "module"), kinds=("log_line",))
 def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | None = None,
                   frames_any: Sequence[str] = (), min_count: int = 1) -> Binding | None:
     """Log lines matched one of the named signatures (optionally with field values and traceback frames)."""
@@ -294,7 +294,7 @@ def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
                          uncaught_only: bool = False, only_unexplained: bool = False,
                          include_unranked: bool = False, unranked_only: bool = False, types: Sequence[str] = (),
-                         user_frames_only: Sequence[str] = ()) -> Binding | None:
+                         user_frames_only: Sequence[str] = (), library_frames: Sequence[str] = ()) -> Binding | None:
     """Ranks that raised an exception of their own (not one that only reports a peer's failure).
 
     Reads traceback lines from logs and the exceptions the in-process hook recorded. With
@@ -303,7 +303,9 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
     counts exceptions of a process whose rank is unknown (a single-process log, a pasted
     traceback); ``unranked_only`` counts only those. ``types`` keeps only those exception types;
     ``user_frames_only`` keeps only tracebacks whose innermost frame is in a file whose path holds
-    none of these markers (framework and library install paths): the user's own code."""
+    none of these markers (framework and library install paths): the user's own code; ``library_frames``
+    keeps only those whose innermost frame is in a file whose path holds one of these markers (a framework's
+    own code)."""
     ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
                if e.provenance.line is not None}
     hooked = [e for e in ctx.lines("hook_exception") if e.fields.get("uncaught") or not uncaught_only]
@@ -315,6 +317,7 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
             and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types
             and (not types or _exc_type(e).rsplit(".", 1)[-1] in types)
             and (not user_frames_only or _in_user_code(e, user_frames_only))
+            and (not library_frames or _in_library(e, library_frames))
             and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS - _RESTATED)]
     if not hits:
         return None
@@ -383,6 +386,11 @@ def _rank_wanted(rank: int | None, unranked: bool, unranked_only: bool) -> bool:
 def _in_user_code(line: Any, markers: Sequence[str]) -> bool:
     path = str(line.fields.get("frame_path") or "")
     return bool(path) and not any(m in path for m in markers)
+
+
+def _in_library(line: Any, markers: Sequence[str]) -> bool:
+    path = str(line.fields.get("frame_path") or "").replace("\\", "/")
+    return any(m in path for m in markers)
 
 
 _EXCEPTION_LINES = "python_exception*"
