@@ -83,3 +83,42 @@ def test_sentences_that_describe_no_symptom_name_none() -> None:
     quiet = [s for s in SENTENCES if s["symptom"] == "none"]
     loud = [(s["text"], _named(s["text"])) for s in quiet if _outcome(s) != "right"]
     assert 1 - len(loud) / len(quiet) >= NEGATIVES_QUIET, loud
+
+
+# xcmyz/FastSpeech#11: the sentence names no GPU count, the command line beside it starts four
+SLOWER = "Hi, the training time for each step was slower than I expected it to be."
+
+
+@pytest.mark.parametrize(
+    ("command", "symptom"),
+    [
+        ("CUDA_VISIBLE_DEVICES=0,1,2,3 python3 train_accelerated.py", "slow_scaling"),
+        ("torchrun --nproc_per_node=4 train.py", "slow_scaling"),
+        ("CUDA_VISIBLE_DEVICES=0 python3 train_accelerated.py", "slow_step"),
+    ],
+)
+def test_a_command_line_that_starts_several_gpus_makes_it_a_multi_gpu_report(
+    command: str, symptom: str
+) -> None:
+    assert _named(f"{SLOWER}\n\n{command}") == symptom
+
+
+@pytest.mark.parametrize(
+    ("text", "symptom"),
+    [
+        (
+            "[Bug]: During multi-GPU training, all cards occupy 100% and freeze",
+            "hang_mid_run",
+        ),  # speechbrain#2055
+        (
+            "init_process_group() sometimes hangs (not stable) with pytorch 1.0.0",
+            "hang_at_startup",
+        ),  # pytorch#15638
+        (
+            "NCCL connects fine, both GPUs show Init COMPLETE, then crashes on first forward pass.",
+            "crash",
+        ),  # TRELLIS.2#95
+    ],
+)
+def test_a_sentence_that_opens_like_a_log_or_a_call_is_still_read(text: str, symptom: str) -> None:
+    assert _named(text) == symptom
