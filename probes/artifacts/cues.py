@@ -46,9 +46,11 @@ def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     return out
 
 
-def score_lines(lines: list[tuple[int, str]], spec: FamilySpec) -> dict[str, tuple[int, int, list[str]]]:
-    """Per symptom: (score, line of its strongest cue, the cue words seen)."""
-    multi = any(spec.rx("multi").search(text) for _, text in lines)
+def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
+                launched_multi: bool = False) -> dict[str, tuple[int, int, list[str]]]:
+    """Per symptom: (score, line of its strongest cue, the cue words seen). ``launched_multi``: a line of the
+    report (a command, not a sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
+    multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
     found: dict[str, list[Any]] = {}  # symptom -> [score, strongest weight, its line, words]
     for no, text in lines:
         for symptom, rx, weight, needs_multi in _cues(spec):
@@ -77,7 +79,8 @@ def parse(src: Source) -> list[Any]:
     lines = prose_lines(src, spec)
     if not lines:
         return []
-    scores = score_lines(lines, spec)
+    launch = spec.rx("multi_launch")
+    scores = score_lines(lines, spec, any(launch.search(raw) for raw in src.lines[: spec.tables["max_lines"]]))
     ranked = sorted(scores.items(), key=lambda kv: -kv[1][0])
     if not ranked:
         return []
