@@ -86,9 +86,11 @@ def parse(src: Source) -> list[Any]:
         return []
     symptom, (score, line, seen) = ranked[0]
     runner_up = ranked[1][1][0] if len(ranked) > 1 else 0
-    if score < spec.tables["min_score"] or score < spec.tables["margin"] * runner_up:
+    if score < spec.tables["min_score"] or score <= spec.tables["tentative_margin"] * runner_up:
         return []
     words = ", ".join(dict.fromkeys(f"'{w}'" for w in seen))[:200]
+    if score < spec.tables["margin"] * runner_up:  # ahead, but not clearly: said so
+        words = f"{words}; ahead of {ranked[1][0]} ({runner_up}) but not clearly"
     return [InferredSymptom(symptom=symptom, basis=f"{BASIS} ({words})", provenance=src.prov(line), rank=src.rank,
                             missing=tuple(spec.tables["missing"].get(symptom, ())),
                             text=f"{symptom}: {words} (score {score} vs {runner_up})")]

@@ -47,6 +47,11 @@ def test_after_a_resume_the_loss_jump_is_the_resume_symptom() -> None:
     assert found.symptom == "resume_mismatch"
 
 
+def test_a_symptom_only_just_ahead_is_named_with_its_runner_up() -> None:
+    (found,) = cues.parse(Source("r.txt", "The loss goes to NaN after a while and then the job crashes with an error on one GPU."))
+    assert found.symptom == "divergence" and "ahead of crash" in found.basis and "not clearly" in found.basis
+
+
 def test_the_engine_uses_it_only_when_no_rule_fired(tmp_path: Path) -> None:
     report_dir = tmp_path / "r"
     report_dir.mkdir()
