@@ -20,13 +20,16 @@ __all__ = ["parse", "score_lines", "BASIS"]
 BASIS = "the report's own words"
 
 
-_COMPILED: dict[int, list[tuple[str, re.Pattern[str], int, bool | None]]] = {}
+Cue = tuple[str, re.Pattern[str], int, bool | None, tuple[str, ...]]
+_COMPILED: dict[int, list[Cue]] = {}
 
 
-def _cues(spec: FamilySpec) -> list[tuple[str, re.Pattern[str], int, bool | None]]:
-    """(symptom, cue regex, weight, needs a multi-GPU report) of every cue, compiled once per spec."""
+def _cues(spec: FamilySpec) -> list[Cue]:
+    """(symptom, cue regex, weight, needs a multi-GPU report, the symptoms whose cues silence it) of every cue,
+    compiled once per spec; a cue with ``fallback`` symptoms counts only when none of them has a cue of its own."""
     if id(spec) not in _COMPILED:
-        _COMPILED[id(spec)] = [(symptom, re.compile(c["cue"], re.IGNORECASE | re.ASCII), int(c["weight"]), c.get("multi"))
+        _COMPILED[id(spec)] = [(symptom, re.compile(c["cue"], re.IGNORECASE | re.ASCII), int(c["weight"]),
+                                c.get("multi"), tuple(c.get("fallback", ())))
                                for symptom, cues in spec.tables["symptoms"].items() for c in cues]
     return _COMPILED[id(spec)]
 
@@ -52,25 +55,30 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
     report (a command, not a sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
     multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
     found: dict[str, list[Any]] = {}  # symptom -> [score, strongest weight, its line, words]
-    for no, text in lines:
-        for symptom, rx, weight, needs_multi in _cues(spec):
-            if needs_multi is not None and needs_multi != multi:
-                continue
-            m = rx.search(text)
-            if m is None:
-                continue
-            entry = found.setdefault(symptom, [0, 0, no, []])
-            entry[0] += weight
-            if weight > entry[1]:
-                entry[1], entry[2] = weight, no
-            entry[3].append(m.group(0)[:60])
-    for absorber, absorbed in spec.tables.get("absorbs", {}).items():
-        if absorber in found and found[absorber][1] >= 2:
+    every = _cues(spec)
+    for fallbacks in (False, True):  # a fallback cue is read after the others, and only where they were silent
+        for no, text in lines:
+            for symptom, rx, weight, needs_multi, silenced_by in every:
+                if bool(silenced_by) != fallbacks or (needs_multi is not None and needs_multi != multi):
+                    continue
+                if fallbacks and any(s in found and not found[s][4] for s in silenced_by):
+                    continue
+                m = rx.search(text)
+                if m is None:
+                    continue
+                entry = found.setdefault(symptom, [0, 0, no, [], fallbacks])
+                entry[0] += weight
+                if weight > entry[1]:
+                    entry[1], entry[2] = weight, no
+                entry[3].append(m.group(0)[:60])
+    for absorber, rule in spec.tables.get("absorbs", {}).items():
+        absorbed, least = (rule["symptoms"], rule["min_weight"]) if isinstance(rule, dict) else (rule, 2)
+        if absorber in found and found[absorber][1] >= least:
             for other in absorbed:
                 if other in found:
                     found[absorber][0] += found[other][0]
                     found[absorber][3] += found.pop(other)[3]
-    return {s: (score, line, words) for s, (score, _, line, words) in found.items()}
+    return {s: (score, line, words) for s, (score, _, line, words, _) in found.items()}
 
 
 def parse(src: Source) -> list[Any]:
