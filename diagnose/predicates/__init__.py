@@ -6,10 +6,10 @@ module is listed below and its function is marked with `base.predicate`.
 
 from __future__ import annotations
 
-from diagnose.predicates import artifacts, checkpoint, logs, preflight, scaling, stacks, tables
+from diagnose.predicates import artifacts, checkpoint, logs, mentions, preflight, scaling, stacks, tables
 from diagnose.predicates.base import Binding, PredicateInfo, collect
 
-FAMILIES = (logs, stacks, checkpoint, scaling, preflight, artifacts, tables)
+FAMILIES = (logs, stacks, checkpoint, scaling, preflight, artifacts, tables, mentions)
 
 REGISTRY: dict[str, PredicateInfo] = {}
 for _module in FAMILIES:
