@@ -121,3 +121,17 @@ def test_an_inferred_symptom_is_ordered_by_the_mentions_too(tmp_path: Path) -> N
     assert report.symptom == "slow_scaling"
     assert report.causes[0].id == "communication_bound"
     assert any(e.line == 2 for e in report.causes[0].evidence)
+
+
+def test_the_hyperscan_gate_finds_what_a_search_of_every_component_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = (
+        DIVERGED + "The network has BatchNorm layers and I use num_workers=0 inside a Docker container.\n"
+        "NCCL_SOCKET_IFNAME=eth0 torchrun --nproc_per_node 4 train.py --batch-size 2\n"
+        "After resuming, the learning rate starts from the beginning and the keys have a module. prefix.\n"
+    )
+    gated = [(e.component, e.provenance.line, e.words) for e in mentions.parse(Source("r.txt", text))]
+    monkeypatch.setattr(mentions, "hyperscan", None)
+    plain = [(e.component, e.provenance.line, e.words) for e in mentions.parse(Source("r.txt", text))]
+    assert gated == plain and len(gated) >= 6
