@@ -281,9 +281,19 @@ class InferredSymptom(_Evidence):
     missing: tuple[str, ...] = Field((), description="artifacts that would separate the causes of this symptom")
 
 
+class Mention(_Evidence):
+    """A component a report mentions (BatchNorm, the sampler, Ethernet, Docker, ...): weak evidence that orders
+    the causes of a symptom known only from the report (``rules/artifacts/mentions.yaml``)."""
+
+    kind: Literal["mention"] = "mention"
+    component: str = Field(description="what is mentioned, e.g. batchnorm, sampler, ethernet (mentions.yaml)")
+    words: str = Field(description="the words that mention it, as written")
+    where: Literal["prose", "code"] = Field(description="a sentence the user wrote, or a command, code or config line")
+
+
 Evidence = Annotated[
     LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact | HostCheck
-    | LaunchSpec | ConfigSetting | SystemFact | MetricSeries | InferredSymptom,
+    | LaunchSpec | ConfigSetting | SystemFact | MetricSeries | InferredSymptom | Mention,
     Field(discriminator="kind"),
 ]
 
@@ -291,7 +301,7 @@ EVIDENCE_CLASSES: dict[str, type[_Evidence]] = {
     cls.model_fields["kind"].default: cls
     for cls in (LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
                 RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact, HostCheck,
-                LaunchSpec, ConfigSetting, SystemFact, MetricSeries, InferredSymptom)
+                LaunchSpec, ConfigSetting, SystemFact, MetricSeries, InferredSymptom, Mention)
 }
 EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 

@@ -6,10 +6,20 @@ module is listed below and its function is marked with `base.predicate`.
 
 from __future__ import annotations
 
-from diagnose.predicates import artifacts, checkpoint, launch_checks, logs, preflight, scaling, stacks, tables
+from diagnose.predicates import (
+    artifacts,
+    checkpoint,
+    launch_checks,
+    logs,
+    mentions,
+    preflight,
+    scaling,
+    stacks,
+    tables,
+)
 from diagnose.predicates.base import Binding, PredicateInfo, collect
 
-FAMILIES = (logs, stacks, checkpoint, scaling, preflight, artifacts, launch_checks, tables)
+FAMILIES = (logs, stacks, checkpoint, scaling, preflight, artifacts, launch_checks, tables, mentions)
 
 REGISTRY: dict[str, PredicateInfo] = {}
 for _module in FAMILIES:

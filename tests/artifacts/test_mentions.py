@@ -1,0 +1,137 @@
+"""What a report mentions (probes/artifacts/mentions.py) and how it orders a known symptom's causes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diagnose.commands.logs import run_logs
+from diagnose.probes.artifacts import mentions
+from diagnose.probes.artifacts.source import Source
+from diagnose.probes.artifacts.spec import family
+from diagnose.rulespec import load_rule_file, rule_dirs, rule_files
+
+
+def _found(text: str) -> list[tuple[str, str, int | None]]:
+    return [(e.component, e.where, e.provenance.line) for e in mentions.parse(Source("report.txt", text))]
+
+
+def test_a_sentence_and_a_command_line_each_mention_what_they_name() -> None:
+    text = (
+        "When I train with four GPUs the accuracy is lower than with one GPU.\n"
+        "The model has BatchNorm layers after every convolution in the network.\n"
+        "torchrun --nproc_per_node 8 train.py --batch-size 2\n"
+    )
+    found = mentions.parse(Source("report.txt", text))
+    assert ("batchnorm", "prose", 2) in _found(text)
+    assert ("tiny_batch", "code", 3) in _found(text)
+    bn = next(e for e in found if e.component == "batchnorm")
+    assert bn.words == "BatchNorm" and bn.text.startswith("The model has")
+
+
+def test_words_in_a_command_line_are_not_read_as_a_sentence() -> None:
+    # nproc_per_node on a launch line says how it was launched, not that the launch is the question
+    assert not [
+        c
+        for c, _, _ in _found("torchrun --nnodes 2 --nproc_per_node 4 --master_port 29500 train.py --lr 0.1")
+        if c in ("launch_layout", "endpoint", "batch_and_lr")
+    ]
+
+
+def test_lines_a_program_printed_are_not_mentions() -> None:
+    assert (
+        _found(
+            "node1:12:34 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+            "[rank0]: RuntimeError: the BatchNorm layer failed\n"
+        )
+        == []
+    )
+
+
+def test_only_the_first_few_lines_of_a_component_are_kept() -> None:
+    text = "\n".join(f"self.bn{i} = nn.BatchNorm2d(64)" for i in range(10))
+    assert len(_found(text)) == family("mentions").tables["max_per_component"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I already converted the model with SyncBatchNorm and the accuracy still drops with 8 GPUs.",
+        "The model has no BatchNorm at all, only LayerNorm, and it still gets worse with more GPUs.",
+    ],
+)
+def test_a_line_that_rules_batchnorm_out_does_not_mention_it(text: str) -> None:
+    assert "batchnorm" not in [c for c, _, _ in _found(text)]
+
+
+def _rules() -> list:
+    return [load_rule_file(p) for p in rule_files(rule_dirs()) if p.stem.split("-mentions-")[-1] != p.stem]
+
+
+def test_every_component_a_rule_names_is_read_and_every_one_read_is_used() -> None:
+    tables = family("mentions").tables["components"]
+    named: set[str] = set()
+    for rule in _rules():
+        for call in rule.match:
+            if call.predicate == "mentioned":
+                named.update(call.params["components"])
+    assert named - set(tables) == set()
+    unless = {how["unless"] for how in tables.values() if how.get("unless")}
+    assert set(tables) - named == set()
+    assert unless <= {p.name for p in family("mentions").patterns}
+
+
+def _report(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "issue.txt").write_text(text)
+    return folder
+
+
+DIVERGED = "When I train with 4 GPUs instead of 1 the validation accuracy is much lower than before.\n"
+
+
+def test_a_told_symptom_with_a_mention_puts_the_mentioned_cause_above_the_prior(tmp_path: Path) -> None:
+    report = run_logs(
+        [_report(tmp_path, DIVERGED + "The network has BatchNorm layers and the batch per GPU is small.\n")],
+        symptom="divergence",
+    )
+    ids = [c.id for c in report.causes]
+    assert ids[0] == "batchnorm_sync" and "effective_batch_change" in ids[1:]
+    assert report.causes[0].confidence == "low" and report.causes[0].evidence[0].line == 2
+
+
+def test_code_that_already_syncs_batchnorm_leaves_the_prior_order(tmp_path: Path) -> None:
+    text = (
+        DIVERGED
+        + "The network has BatchNorm layers after each block.\nmodel = nn.SyncBatchNorm.convert_sync_batchnorm(model)\n"
+    )
+    report = run_logs([_report(tmp_path, text)], symptom="divergence")
+    assert report.causes[0].id == "effective_batch_change"
+    assert "batchnorm_sync" not in [c.id for c in report.causes[:1]]
+
+
+def test_an_inferred_symptom_is_ordered_by_the_mentions_too(tmp_path: Path) -> None:
+    text = (
+        "Training on 2 nodes is not any faster than on one node, the time per epoch is the same.\n"
+        "The two machines are connected with 10GbE Ethernet and we have no InfiniBand.\n"
+    )
+    report = run_logs([_report(tmp_path, text)])
+    assert report.symptom == "slow_scaling"
+    assert report.causes[0].id == "communication_bound"
+    assert any(e.line == 2 for e in report.causes[0].evidence)
+
+
+def test_the_hyperscan_gate_finds_what_a_search_of_every_component_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = (
+        DIVERGED + "The network has BatchNorm layers and I use num_workers=0 inside a Docker container.\n"
+        "NCCL_SOCKET_IFNAME=eth0 torchrun --nproc_per_node 4 train.py --batch-size 2\n"
+        "After resuming, the learning rate starts from the beginning and the keys have a module. prefix.\n"
+    )
+    gated = [(e.component, e.provenance.line, e.words) for e in mentions.parse(Source("r.txt", text))]
+    monkeypatch.setattr(mentions, "hyperscan", None)
+    plain = [(e.component, e.provenance.line, e.words) for e in mentions.parse(Source("r.txt", text))]
+    assert gated == plain and len(gated) >= 6
