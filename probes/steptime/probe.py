@@ -19,7 +19,7 @@ from diagnose.probes.steptime.scan_steps import step_database
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
 from diagnose.yamlload import number_table, pattern_table
 
-__all__ = ["parse_step_lines", "run_label"]
+__all__ = ["command_runs", "parse_step_lines", "run_label"]
 
 MAX_LINE = 4096
 TIME_FIELDS = ("step_time", "data_time", "comm_time", "compute_time", "epoch_time", "sync_time")
@@ -31,9 +31,14 @@ PROGRESS = ("step", "epoch", "step_time", "data_time", "comm_time", "compute_tim
             "epoch_time", "steps_per_epoch", "batch")
 
 
-def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[StepMetric]:
-    """StepMetrics from ``(line number, text)`` pairs of one source; unrecognised lines are ignored."""
+def parse_step_lines(lines: Iterable[tuple[int, str]], source: str,
+                     runs: list[tuple[int, int | None]] | None = None) -> list[StepMetric]:
+    """StepMetrics from ``(line number, text)`` pairs of one source; unrecognised lines are ignored. ``runs``: the
+    (line, world size) of each command of a shell transcript that starts a run (``command_runs``): the lines after
+    one belong to that run, at its world size."""
     spec = steptime_spec()
+    runs = runs or []
+    at = -1
     file_ws, file_ddp = label_world(Path(source).name, spec)
     file_rank = rank_from_path(source)
     base = run_label(source, file_rank)
@@ -53,6 +58,12 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
         if not hit or (skip is not None and skip.search(text)):
             continue
         fields = _fields(text, spec, hit)
+        while at + 1 < len(runs) and runs[at + 1][0] < line_no:
+            at += 1
+        if fields and at >= 0:
+            fields.setdefault("run", f"run {at + 1}")
+            if runs[at][1] is not None and file_ws is None:
+                fields.setdefault("world_size", runs[at][1])
         if fields:
             if file_ws is not None:
                 fields.setdefault("world_size", file_ws)
@@ -77,6 +88,34 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
     if not any(getattr(m, f) is not None for m in out for f in PROGRESS):
         return []  # settings alone (a config, a command line, a banner) are context for progress lines, not steps
     return out
+
+
+def command_runs(data: bytes, path: str) -> list[tuple[int, int | None]]:
+    """(line, world size or None) of each command after a shell prompt that starts a launcher or python, when a
+    transcript holds two or more: each command and the output below it are one run (two runs compared)."""
+    if b"$ " not in data and b"# " not in data:
+        return []
+    from diagnose.probes.artifacts import launch  # noqa: PLC0415 - artifacts import the log probe's helpers
+    from diagnose.probes.artifacts.source import Source  # noqa: PLC0415
+    from diagnose.probes.artifacts.spec import family  # noqa: PLC0415
+
+    spec = family("launch")
+    prompt, pythons = spec.rx("prompt"), set(spec.tables["pythons"])
+    out: list[tuple[int, int | None]] = []
+    for no, raw in enumerate(data.decode("utf-8", "replace").splitlines()[:200000], 1):
+        head = raw.lstrip()[:1]
+        if not head or head not in "$#%>(" and "@" not in raw[:64] or not (m := prompt.match(raw[:4096])):
+            continue
+        _, tokens = launch.split_command(m.group("cmd"), spec)
+        specs = [e for e in launch.parse(Source(path, m.group("cmd"))) if e.launcher not in ("env", "code")]
+        if not specs and not (tokens and tokens[0].rsplit("/", 1)[-1] in pythons):
+            continue
+        world = next((w for e in specs if (w := e.world_size or (
+            (e.nodes or 1) * e.procs_per_node if e.procs_per_node else None))), None)
+        out.append((no, world))
+        if len(out) > 64:
+            break
+    return out if len(out) >= 2 else []
 
 
 def _detect(text: str, spec: StepSpec) -> list[int]:
