@@ -159,6 +159,27 @@ def _fewer_than_allocation(ctx: Context) -> Binding | None:
                 return bind([spec, alloc], launcher=spec.launcher, procs=p, devices=alloc.gpus_per_node,
                              where=f"the {alloc.launcher} allocation ({alloc.gpus_per_node} GPUs per node)",
                              detail=source)
+        if (hit := _srun_python_fewer(ctx, specs, alloc)) is not None:
+            return hit
+    return None
+
+
+def _srun_python_fewer(ctx: Context, specs: list[Any], alloc: Any) -> Binding | None:
+    """srun starts python itself (no torchrun inside) with fewer tasks per node than the GPUs per node: srun starts
+    one process per task (srun docs; Slurm's default is one task per node), so the GPUs past the task count get no
+    rank, unless the script spawns its own processes (mp.spawn) or drives every GPU from one (DataParallel)."""
+    srun = next((s for s in specs if s.launcher == "srun" and not s.inner_launcher and s.script
+                 and s.script.rsplit("/", 1)[-1].startswith("python")), None)
+    if srun is None or alloc is None or any(s.launcher == "mp.spawn" or s.wrapper == "DataParallel"
+                                            for s in ctx.of("launch_spec")):
+        return None
+    gpus = srun.gpus_per_node or alloc.gpus_per_node
+    stated = _tasks_per_node([srun]) or _tasks_per_node([s for s in specs if s.launcher == "sbatch"])
+    tasks = stated[1] if stated else 1
+    if gpus and tasks < gpus:
+        return bind([srun, alloc] if alloc is not srun else [srun], launcher="srun", procs=tasks, devices=gpus,
+                     where=f"srun starts {tasks} python task(s) per node for {gpus} GPUs per node (--ntasks-per-node)",
+                     detail=srun.text or "")
     return None
 
 

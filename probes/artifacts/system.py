@@ -298,7 +298,19 @@ def parse(src: Source) -> list[SystemFact]:
         _topology(src, spec, facts)
     _tables(src, spec, active, facts)
     _cuda_of_build(facts)
+    _available_share(facts)
     return facts.items
+
+
+def _available_share(facts: _Facts) -> None:
+    """The share of host RAM still available on a ``free`` line (its total and available columns, free(1))."""
+    totals = {f.provenance.line: f for f in facts.items if f.name == "host_mem_total" and f.value}
+    for f in list(facts.items):
+        if f.name == "host_mem_available" and (t := totals.get(f.provenance.line)) is not None:
+            share = round(f.value / t.value, 4)
+            facts.add("free", "host_mem_available_share", share, f.provenance.line - facts.src.line_offset,
+                      detail=f"{share:.1%} of host memory available", text=f.text)
+            return
 
 
 def _cuda_of_build(facts: _Facts) -> None:
@@ -307,9 +319,10 @@ def _cuda_of_build(facts: _Facts) -> None:
     if any(f.name == "cuda_build" for f in facts.items):
         return
     for f in list(facts.items):
-        if f.name == "torch_version" and "+cu" in str(f.value):
+        if f.name == "torch_version" and "+cu" in str(f.value):  # not a signature
             digits = str(f.value).split("+cu", 1)[1]
             digits = digits[:len(digits) - len(digits.lstrip("0123456789"))] if digits[:1].isdigit() else ""
             if len(digits) >= 2:
-                facts.add(f.tool, "cuda_build", f"{digits[:-1]}.{digits[-1]}", f.provenance.line, text=f.text)
+                line = f.provenance.line - facts.src.line_offset if f.provenance.line is not None else None
+                facts.add(f.tool, "cuda_build", f"{digits[:-1]}.{digits[-1]}", line, text=f.text)
                 return

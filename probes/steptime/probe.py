@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.evidence import Provenance, StepMetric
+from diagnose.probes.artifacts import launch
+from diagnose.probes.artifacts.source import Source
+from diagnose.probes.artifacts.spec import family
 from diagnose.probes.logs.probe import rank_from_line, rank_from_path
 from diagnose.probes.logs.scan_normalize import strip_ansi_text
 from diagnose.probes.steptime.scan_steps import step_database
@@ -95,10 +98,6 @@ def command_runs(data: bytes, path: str) -> list[tuple[int, int | None]]:
     transcript holds two or more: each command and the output below it are one run (two runs compared)."""
     if b"$ " not in data and b"# " not in data:
         return []
-    from diagnose.probes.artifacts import launch  # noqa: PLC0415 - artifacts import the log probe's helpers
-    from diagnose.probes.artifacts.source import Source  # noqa: PLC0415
-    from diagnose.probes.artifacts.spec import family  # noqa: PLC0415
-
     spec = family("launch")
     prompt, pythons = spec.rx("prompt"), set(spec.tables["pythons"])
     out: list[tuple[int, int | None]] = []

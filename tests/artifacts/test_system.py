@@ -123,3 +123,8 @@ def test_shm_topology_and_cuda_build_from_wheel() -> None:
     assert phb["topo_nvlink"] is False and phb["topo_worst_path"] == "PHB"
     pip = facts("docs/pip_list_cu121.txt")
     assert pip["torch_version"] == "2.1.2+cu121" and pip["cuda_build"] == "12.1"
+
+
+def test_free_available_share() -> None:
+    assert facts("real/free.txt")["host_mem_available_share"] == 0.913
+    assert facts("docs/free_nearly_full.txt")["host_mem_available_share"] == round(3 / 503, 4)
