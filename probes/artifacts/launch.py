@@ -15,7 +15,7 @@ from diagnose.evidence import LaunchSpec
 from diagnose.probes.artifacts.source import Source, to_bool, to_int
 from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 
-__all__ = ["parse", "split_command", "visible_count"]
+__all__ = ["launcher_of", "parse", "split_command", "visible_count"]
 
 _INT_FIELDS = ("nodes", "procs_per_node", "world_size", "gpus_per_node", "gpus_per_task", "cpus_per_task",
                "master_port")
@@ -60,6 +60,12 @@ def _launcher(tokens: list[str], spec: FamilySpec) -> tuple[str, int] | None:
                     at += 2 if at + 1 < len(tokens) and tokens[at + 1] == "model" else 1
                 return entry["name"], at
     return None
+
+
+def launcher_of(tokens: list[str], spec: FamilySpec | None = None) -> str | None:
+    """The launcher a command's words (after ``split_command``) start, or None."""
+    found = _launcher(tokens, spec or family("launch"))
+    return found[0] if found else None
 
 
 def split_command(cmd: str, spec: FamilySpec | None = None) -> tuple[dict[str, str], list[str]]:

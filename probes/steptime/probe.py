@@ -100,18 +100,34 @@ def command_runs(data: bytes, path: str) -> list[tuple[int, int | None]]:
         return []
     spec = family("launch")
     prompt, pythons = spec.rx("prompt"), set(spec.tables["pythons"])
+    words = pythons | {e["program"] for e in spec.tables["launchers"] if "program" in e}
+    starts: set[int] = set()  # starts of the lines that name a launcher or python (found by bytes.find)
+    for word in {w.rstrip("0123456789.") or w for w in words}:
+        needle, at = word.encode(), 0
+        while len(starts) < 100000 and (hit := data.find(needle, at)) >= 0:
+            starts.add(data.rfind(b"\n", 0, hit) + 1)
+            at = data.find(b"\n", hit) + 1 or len(data)
     out: list[tuple[int, int | None]] = []
-    for no, raw in enumerate(data.decode("utf-8", "replace").splitlines()[:200000], 1):
+    line_no, pos = 1, 0
+    for begin in sorted(starts):
+        line_no, pos = line_no + data.count(b"\n", pos, begin), begin
+        end = data.find(b"\n", begin)
+        raw = data[begin:end if end >= 0 else len(data)][:4096].decode("utf-8", "replace").rstrip("\r")
         head = raw.lstrip()[:1]
-        if not head or head not in "$#%>(" and "@" not in raw[:64] or not (m := prompt.match(raw[:4096])):
+        if not head or head not in "$#%>(" and "@" not in raw[:64]:
+            continue
+        if not words.intersection(w.rsplit("/", 1)[-1] for w in raw.split(None, 9)[:9]):
+            continue  # no launcher or python among its first words: cheap before the prompt and shell-splitting
+        if not (m := prompt.match(raw)):
             continue
         _, tokens = launch.split_command(m.group("cmd"), spec)
+        python = bool(tokens) and tokens[0].rsplit("/", 1)[-1] in pythons
+        if not python and launch.launcher_of(tokens, spec) is None:
+            continue  # a prompt before a command that starts no run (ls, nvidia-smi, a comment)
         specs = [e for e in launch.parse(Source(path, m.group("cmd"))) if e.launcher not in ("env", "code")]
-        if not specs and not (tokens and tokens[0].rsplit("/", 1)[-1] in pythons):
-            continue
         world = next((w for e in specs if (w := e.world_size or (
             (e.nodes or 1) * e.procs_per_node if e.procs_per_node else None))), None)
-        out.append((no, world))
+        out.append((line_no, world))
         if len(out) > 64:
             break
     return out if len(out) >= 2 else []
