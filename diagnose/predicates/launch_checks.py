@@ -167,19 +167,24 @@ def _fewer_than_allocation(ctx: Context) -> Binding | None:
 def _srun_python_fewer(ctx: Context, specs: list[Any], alloc: Any) -> Binding | None:
     """srun starts python itself (no torchrun inside) with fewer tasks per node than the GPUs per node: srun starts
     one process per task (srun docs; Slurm's default is one task per node), so the GPUs past the task count get no
-    rank, unless the script spawns its own processes (mp.spawn) or drives every GPU from one (DataParallel)."""
-    srun = next((s for s in specs if s.launcher == "srun" and not s.inner_launcher and s.script
-                 and s.script.rsplit("/", 1)[-1].startswith("python")), None)
-    if srun is None or alloc is None or any(s.launcher == "mp.spawn" or s.wrapper == "DataParallel"
-                                            for s in ctx.of("launch_spec")):
+    rank, unless the script spawns its own processes (mp.spawn) or drives every GPU from one (DataParallel). A
+    total task count (-n) without a per-node count leaves the layout unknown: no finding."""
+    if any(s.launcher == "mp.spawn" or s.wrapper == "DataParallel" for s in ctx.of("launch_spec")):
         return None
-    gpus = srun.gpus_per_node or alloc.gpus_per_node
-    stated = _tasks_per_node([srun]) or _tasks_per_node([s for s in specs if s.launcher == "sbatch"])
-    tasks = stated[1] if stated else 1
-    if gpus and tasks < gpus:
-        return bind([srun, alloc] if alloc is not srun else [srun], launcher="srun", procs=tasks, devices=gpus,
-                     where=f"srun starts {tasks} python task(s) per node for {gpus} GPUs per node (--ntasks-per-node)",
-                     detail=srun.text or "")
+    batch = [s for s in specs if s.launcher == "sbatch"]
+    for srun in specs:
+        if srun.launcher != "srun" or srun.inner_launcher or not (srun.script or "").rsplit("/", 1)[-1].startswith("python"):
+            continue
+        gpus = srun.gpus_per_node or next((b.gpus_per_node for b in batch if b.gpus_per_node), None)
+        stated = _tasks_per_node([srun]) or _tasks_per_node(batch)
+        if stated is None and any(s.world_size for s in [srun, *batch]):
+            continue
+        tasks = stated[1] if stated else 1
+        if gpus and tasks < gpus:
+            cited = [srun] + [b for b in batch if b.gpus_per_node][:1]
+            return bind(cited, launcher="srun", procs=tasks, devices=gpus,
+                         where=f"{gpus} GPUs per node are allocated for {tasks} srun task(s) per node, each one "
+                               "python process", detail=srun.text or "")
     return None
 
 
