@@ -67,6 +67,31 @@ def system_fact_differs(ctx: Context, facts: Sequence[str]) -> Binding | None:
     return None
 
 
+def _version(value: Any, parts: int) -> tuple[int, ...] | None:
+    head = str(value).strip().split("+")[0].split()[0] if str(value).strip() else ""
+    nums = []
+    for piece in head.split(".")[:parts]:
+        digits = "".join(ch for ch in piece if ch.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            return None
+        nums.append(int(digits))
+    return tuple(nums) if len(nums) == parts else None
+
+
+@predicate(binds=("low", "high", "low_tool", "high_tool"), kinds=("system_fact",))
+def system_version_below(ctx: Context, fact: str, than: str, parts: int = 1) -> Binding | None:
+    """A version fact (e.g. the CUDA version the driver supports, nvidia-smi's header) is below another (e.g. the
+    CUDA torch was built with), compared on its first ``parts`` numbers."""
+    lows = [(v, f) for f in ctx.of("system_fact") if f.name == fact and (v := _version(f.value, parts)) is not None]
+    highs = [(v, f) for f in ctx.of("system_fact") if f.name == than and (v := _version(f.value, parts)) is not None]
+    if not lows or not highs:
+        return None
+    low, high = min(lows, key=lambda x: x[0]), max(highs, key=lambda x: x[0])
+    if low[0] >= high[0]:
+        return None
+    return bind([low[1], high[1]], low=low[1].value, high=high[1].value, low_tool=low[1].tool, high_tool=high[1].tool)
+
+
 @predicate(binds=("format", "value", "field"), kinds=("config_setting",))
 def config_setting(ctx: Context, field: str, equals: Any = None, at_least: float | None = None,
                    below: float | None = None) -> Binding | None:

@@ -40,6 +40,9 @@ def _exceeds(ctx: Context, against: str) -> Binding | None:
                     return bind(cited, launcher=spec.launcher, procs=p, devices=visible,
                                  where=f"CUDA_VISIBLE_DEVICES={spec.cuda_visible_devices or env.cuda_visible_devices}",
                                  detail=source)
+            elif against == "allocation" and spec.launcher == "kubernetes" and spec.gpus_per_node and p > spec.gpus_per_node:
+                return bind([spec], launcher=spec.launcher, procs=p, devices=spec.gpus_per_node,
+                             where=f"the pod ({spec.gpus_per_node} GPUs asked for, nvidia.com/gpu)", detail=source)
             elif against == "allocation" and alloc is not None and spec is not alloc and spec.launcher != "srun":
                 if p > alloc.gpus_per_node:
                     return bind([spec, alloc], launcher=spec.launcher, procs=p, devices=alloc.gpus_per_node,
@@ -74,13 +77,27 @@ def _nodes_disagree(ctx: Context) -> Binding | None:
                     return bind([i, o], launcher=i.launcher, procs=i.nodes, devices=o.nodes,
                                  where=f"{i.launcher} says {i.nodes} node(s), {o.launcher} gives {o.nodes}",
                                  detail=source)
-        tasks = [s for s in specs if s.launcher in ("sbatch", "srun") and (s.procs_per_node or 1) > 1]
+        # srun's own --ntasks-per-node (or --ntasks over --nodes) overrides the batch script's; srun without them
+        # inherits the script's
         per_node = [s for s in specs if s.launcher in ("torchrun", "torch.distributed.launch") and (s.procs_per_node or 1) > 1]
-        if tasks and per_node:
-            t, p = tasks[0], per_node[0]
-            return bind([p, t], launcher=p.launcher, procs=t.procs_per_node * p.procs_per_node, devices=p.procs_per_node,
-                         where=f"{t.procs_per_node} {t.launcher} tasks per node each start {p.procs_per_node} "
+        t = _tasks_per_node([s for s in specs if s.launcher == "srun"]) or _tasks_per_node(
+            [s for s in specs if s.launcher == "sbatch"])
+        if t is not None and t[1] > 1 and per_node:
+            (t, n), p = t, per_node[0]
+            return bind([p, t], launcher=p.launcher, procs=n * p.procs_per_node, devices=p.procs_per_node,
+                         where=f"{n} {t.launcher} tasks per node each start {p.procs_per_node} "
                                f"{p.launcher} processes", detail=source)
+    return None
+
+
+def _tasks_per_node(specs: list[Any]) -> tuple[Any, int] | None:
+    """(spec, tasks per node) of the first Slurm spec that states its tasks per node: --ntasks-per-node, or
+    --ntasks divided over --nodes (sbatch/srun docs: -n is the total, --ntasks-per-node per node)."""
+    for s in specs:
+        n = s.procs_per_node or (s.world_size // s.nodes if s.world_size and s.nodes and s.world_size % s.nodes == 0
+                                 else None)
+        if n is not None:
+            return s, n
     return None
 
 
@@ -121,6 +138,79 @@ def _fewer_than_visible(ctx: Context) -> Binding | None:
                 return bind(cited, launcher=spec.launcher, procs=p, devices=visible,
                              where=f"CUDA_VISIBLE_DEVICES={spec.cuda_visible_devices or env.cuda_visible_devices}",
                              detail=source)
+    return None
+
+
+def _fewer_than_allocation(ctx: Context) -> Binding | None:
+    """A per-GPU launcher starts fewer processes per node than the GPUs the job asked for: the Slurm allocation
+    (--gpus-per-node, --gres=gpu:N) or a PyTorchJob pod (nvidia.com/gpu) with an integer nprocPerNode (Kubeflow's
+    docs: nprocPerNode is the number of processes per pod, "auto"/"gpu" one per GPU). The GPUs past the process
+    count are allocated and idle."""
+    for source, specs in by_source(ctx, "launch_spec").items():
+        alloc = next((s for s in specs if s.launcher in ("sbatch", "srun") and s.gpus_per_node), None)
+        for spec in specs:
+            p = spec.procs_per_node
+            if not p:
+                continue
+            if spec.launcher == "kubernetes" and spec.gpus_per_node and p < spec.gpus_per_node:
+                return bind([spec], launcher=spec.launcher, procs=p, devices=spec.gpus_per_node,
+                             where=f"the pod asks for {spec.gpus_per_node} GPUs (nvidia.com/gpu)", detail=source)
+            if spec.launcher in _PER_GPU_LAUNCHERS and alloc is not None and p < alloc.gpus_per_node:
+                return bind([spec, alloc], launcher=spec.launcher, procs=p, devices=alloc.gpus_per_node,
+                             where=f"the {alloc.launcher} allocation ({alloc.gpus_per_node} GPUs per node)",
+                             detail=source)
+        if (hit := _srun_python_fewer(ctx, specs, alloc)) is not None:
+            return hit
+    return None
+
+
+def _srun_python_fewer(ctx: Context, specs: list[Any], alloc: Any) -> Binding | None:
+    """srun starts python itself (no torchrun inside) with fewer tasks per node than the GPUs per node: srun starts
+    one process per task (srun docs; Slurm's default is one task per node), so the GPUs past the task count get no
+    rank, unless the script spawns its own processes (mp.spawn) or drives every GPU from one (DataParallel). A
+    total task count (-n) without a per-node count leaves the layout unknown: no finding."""
+    if any(s.launcher == "mp.spawn" or s.wrapper == "DataParallel" for s in ctx.of("launch_spec")):
+        return None
+    batch = [s for s in specs if s.launcher == "sbatch"]
+    for srun in specs:
+        if srun.launcher != "srun" or srun.inner_launcher or not (srun.script or "").rsplit("/", 1)[-1].startswith("python"):
+            continue
+        gpus = srun.gpus_per_node or next((b.gpus_per_node for b in batch if b.gpus_per_node), None)
+        stated = _tasks_per_node([srun]) or _tasks_per_node(batch)
+        if stated is None and any(s.world_size for s in [srun, *batch]):
+            continue
+        tasks = stated[1] if stated else 1
+        if gpus and tasks < gpus:
+            cited = [srun] + [b for b in batch if b.gpus_per_node][:1]
+            return bind(cited, launcher="srun", procs=tasks, devices=gpus,
+                         where=f"{gpus} GPUs per node are allocated for {tasks} srun task(s) per node, each one "
+                               "python process", detail=srun.text or "")
+    return None
+
+
+def _total_over_machines(ctx: Context) -> Binding | None:
+    """accelerate's num_processes is the total over all machines: accelerate launch starts num_processes //
+    num_machines per machine (huggingface/accelerate:src/accelerate/utils/launch.py, commands/launch.py "The total
+    number of processes to be launched in parallel"). A total that num_machines does not divide, or that gives each
+    machine fewer processes than the GPUs nvidia-smi/collect_env show, leaves GPUs without a rank."""
+    items: list[tuple[Any, int, int, str]] = []
+    for c in ctx.of("config_setting"):
+        if c.format == "accelerate" and c.num_processes and (c.num_machines or 1) > 1:
+            items.append((c, c.num_processes, c.num_machines, "num_processes"))
+    for s in ctx.of("launch_spec"):
+        if s.launcher == "accelerate" and s.world_size and (s.nodes or 1) > 1:
+            items.append((s, s.world_size, s.nodes, "--num_processes"))
+    hardware = _gpu_count(ctx)
+    for ev, total, machines, name in items:
+        per = total // machines
+        if total % machines or per == 0:
+            return bind([ev], launcher="accelerate", procs=total, devices=machines,
+                         where=f"{name}={total} over {machines} machines: {per} per machine, {total % machines} left "
+                               "over", detail=ev.text or "")
+        if hardware is not None and per < hardware[0]:
+            return bind([ev, hardware[1]], launcher="accelerate", procs=per, devices=hardware[0],
+                         where=f"{name}={total} is the total over {machines} machines: {per} process(es) per machine "
+                               f"for {hardware[0]} GPUs ({hardware[1].tool})", detail=ev.text or "")
     return None
 
 
@@ -272,6 +362,8 @@ def _code_loader_unsharded(ctx: Context) -> Binding | None:
 CHECKS = {
     "procs_fewer_than_visible": _fewer_than_visible,
     "threads_oversubscribe": _threads_oversubscribe,
+    "procs_fewer_than_allocation": _fewer_than_allocation,
+    "total_processes_over_machines": _total_over_machines,
     "procs_exceed_visible": lambda ctx: _exceeds(ctx, "visible"),
     "procs_exceed_allocation": lambda ctx: _exceeds(ctx, "allocation"),
     "procs_exceed_hardware": lambda ctx: _exceeds(ctx, "hardware"),
@@ -289,10 +381,11 @@ CHECKS = {
 }
 
 
-@predicate(binds=_FIELDS, kinds=("launch_spec", "system_fact"))
+@predicate(binds=_FIELDS, kinds=("launch_spec", "system_fact", "config_setting"))
 def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
-    threads_oversubscribe, batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
+    threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
+    num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
     rdzv_endpoint_without_port, procs_exceed_world; a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_loader_without_sampler, trainer_layout_vs_slurm."""
     if check not in CHECKS:

@@ -15,7 +15,7 @@ from diagnose.evidence import LaunchSpec
 from diagnose.probes.artifacts.source import Source, to_bool, to_int
 from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 
-__all__ = ["parse", "split_command", "visible_count"]
+__all__ = ["launcher_of", "parse", "split_command", "visible_count"]
 
 _INT_FIELDS = ("nodes", "procs_per_node", "world_size", "gpus_per_node", "gpus_per_task", "cpus_per_task",
                "master_port")
@@ -60,6 +60,12 @@ def _launcher(tokens: list[str], spec: FamilySpec) -> tuple[str, int] | None:
                     at += 2 if at + 1 < len(tokens) and tokens[at + 1] == "model" else 1
                 return entry["name"], at
     return None
+
+
+def launcher_of(tokens: list[str], spec: FamilySpec | None = None) -> str | None:
+    """The launcher a command's words (after ``split_command``) start, or None."""
+    found = _launcher(tokens, spec or family("launch"))
+    return found[0] if found else None
 
 
 def split_command(cmd: str, spec: FamilySpec | None = None) -> tuple[dict[str, str], list[str]]:
@@ -137,10 +143,11 @@ def _fields(opts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _script_workers(args: list[str], spec: FamilySpec) -> int | None:
+def _script_workers(args: list[str], spec: FamilySpec, table: str = "script_workers") -> int | None:
     """DataLoader workers per process named by the script's own arguments (``--num_workers 8``,
-    ``--workers=8``, ``-j 8``, Hydra ``data.num_workers=8``); the names are data (``script_workers``)."""
-    names = set(spec.tables["script_workers"])
+    ``--workers=8``, ``-j 8``, Hydra ``data.num_workers=8``); the names are data (``script_workers``; with
+    ``table="script_world_size"`` the world size the script is told, ``--world_size 4``)."""
+    names = set(spec.tables[table])
     for i, tok in enumerate(args):
         body, eq, val = tok.lstrip("-").partition("=")
         key = body.replace("-", "_")
@@ -183,9 +190,15 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
         fields["script"] = tokens[rest]
     elif rest < len(tokens):
         fields["script"] = tokens[rest + 1] if tokens[rest] == "-m" and rest + 1 < len(tokens) else tokens[rest]
-        workers = _script_workers(tokens[rest + (2 if tokens[rest] == "-m" else 1):], spec)
+        args = tokens[rest + (2 if tokens[rest] == "-m" else 1):]
+        workers = _script_workers(args, spec)
         if workers is not None:
             fields["loader_workers"] = workers
+        unless = {t.lstrip("-").replace("-", "_") for t in args} & set(spec.tables["script_world_size_unless"])
+        told = None if unless else _script_workers(args, spec, "script_world_size")
+        if told is not None and told > 0:  # the script's own flag: a claim about the world, checked like its code
+            inner = [LaunchSpec(launcher="code", world_size=told, provenance=src.prov(no), rank=src.rank,
+                                text=f"{fields.get('script', 'the script')} --world_size {told}")]
     return [LaunchSpec(launcher=name, provenance=src.prov(no), rank=src.rank, text=cmd[:500], **fields), *inner]
 
 
@@ -226,7 +239,8 @@ def parse(src: Source) -> list[LaunchSpec]:
     spec = family("launch")
     rx = spec.rx
     present, wanted = _gates(src, spec)
-    sbatch, k8s = "#SBATCH" in src.text, "name:" in src.text and "value:" in src.text
+    sbatch = "#SBATCH" in src.text
+    k8s = ("name:" in src.text and "value:" in src.text) or "nprocPerNode" in src.text or "nvidia.com/gpu" in src.text
     exports = "=" in src.text and spec.multiline["env_assignment"].search(src.text) is not None
     if not (present or wanted or sbatch or k8s or exports):
         return []  # nothing a launch could be made of: skip the line loop
@@ -239,6 +253,7 @@ def parse(src: Source) -> list[LaunchSpec]:
     body_python = False
     k8s_key: str | None = None
     extras: dict[str, str] = {}
+    pod: dict[str, str] = {}  # a PyTorchJob's nprocPerNode and its container's nvidia.com/gpu limit
     pythons = set(spec.tables["pythons"])
     for no, line in src.logical_lines():
         if sbatch and "#SBATCH" in line and (m := rx("sbatch_directive").match(line)):
@@ -255,6 +270,9 @@ def parse(src: Source) -> list[LaunchSpec]:
                 k8s_key = None
                 continue
             k8s_key = None
+            for pat, key in (("k8s_nproc_per_node", "procs_per_node"), ("k8s_gpu_limit", "gpus_per_node")):
+                if key not in pod and (m := rx(pat).match(line)):
+                    pod[key], pod[f"{key}_line"] = m.group("value"), str(no)
         cmd = line
         lead = line.lstrip()[:1]
         if lead and (lead in "$#%>(" or "@" in line[:64]):
@@ -302,4 +320,23 @@ def parse(src: Source) -> list[LaunchSpec]:
                                     "wrapper": s.wrapper or extras.get("wrapper")}) for s in out]
     if env and not out:  # exported variables are already part of every launch in the file
         out += _env_spec(src, env, env_first, spec)
+    if pod:
+        out = _with_pod(src, out, pod)
     return out
+
+
+def _with_pod(src: Source, out: list[LaunchSpec], pod: dict[str, str]) -> list[LaunchSpec]:
+    """A PyTorchJob's ``nprocPerNode`` (an int, or auto/gpu/cpu: one per GPU or core, no count) and the GPUs its
+    container asks for (``nvidia.com/gpu``) join the manifest's kubernetes spec (PET_NPROC_PER_NODE, which the
+    operator sets from nprocPerNode, wins)."""
+    fields = {k: n for k in ("procs_per_node", "gpus_per_node") if (n := to_int(pod.get(k, ""))) is not None}
+    k8s = next((i for i, s in enumerate(out) if s.launcher == "kubernetes"), None)
+    if k8s is not None:
+        have = out[k8s]
+        update = {k: v for k, v in fields.items() if getattr(have, k) is None}
+        return [*out[:k8s], have.model_copy(update=update), *out[k8s + 1:]]
+    if not fields:
+        return out
+    first = min(int(pod[f"{k}_line"]) for k in ("procs_per_node", "gpus_per_node") if f"{k}_line" in pod)
+    text = ", ".join(f"{k}={pod[k]}" for k in ("procs_per_node", "gpus_per_node") if k in pod)
+    return [*out, LaunchSpec(launcher="kubernetes", provenance=src.prov(first), rank=src.rank, text=text, **fields)]

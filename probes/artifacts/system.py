@@ -170,17 +170,26 @@ def _tables(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
             for gpu, pids in per_gpu.items():
                 for pid in pids:
                     gpus_of[pid].add(gpu)
+            own: dict[int, list[str]] = defaultdict(list)  # compute processes holding this GPU and no other
+            compute = _processes_by_gpu(src, spec, active) or {}
+            for gpu, pids in compute.items():
+                own[gpu] = [p for p in pids if sum(p in q for q in compute.values()) == 1]
+            if own and (shared := max(own.items(), key=lambda kv: len(kv[1])))[1][1:]:
+                facts.add("nvidia-smi", "gpu_shared_by_processes", len(shared[1]), first,
+                          detail=f"GPU {shared[0]} holds {len(shared[1])} processes that use no other GPU "
+                                 f"(PIDs {', '.join(sorted(shared[1])[:8])})")
             spread = sorted(pid for pid, gpus in gpus_of.items() if len(gpus) > 1)
             if spread:
                 facts.add("nvidia-smi", "gpu_pids_on_several_gpus", len(spread), first,
                           detail=f"process {spread[0]} holds memory on GPUs {', '.join(sorted(gpus_of[spread[0]]))}"
                                  f" ({len(spread)} process(es) on more than one GPU)")
     if "smi_mem_row" in active:
-        used = [(no, int(m.group("used")), int(m.group("total"))) for no, line in enumerate(src.lines, 1)
-                if (m := spec.rx("smi_mem_row").match(line))]
+        used = [(no, int(m.group("used")), int(m.group("total")), int(m.group("util")))
+                for no, line in enumerate(src.lines, 1) if (m := spec.rx("smi_mem_row").match(line))]
         if used:
-            no, u, t = max(used, key=lambda r: r[1])
+            no, u, t, _ = max(used, key=lambda r: r[1])
             facts.add("nvidia-smi", "gpu_memory_used_max_mib", u, no, detail=f"{u} MiB of {t} MiB used on one GPU")
+            _idle_beside_busy(src, spec, active, used, facts)
     if "pyspy_thread" in active or "gdb_frame" in active:
         _stacks(src, spec, facts)
     if "smi_csv_header" in active:
@@ -194,6 +203,36 @@ def _tables(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
         zombies = [(no, m) for no, m in rows if m.group("stat").startswith("Z")]
         if rows:
             facts.add("ps", "zombie_processes", len(zombies), (zombies or rows)[0][0])
+
+
+def _processes_by_gpu(src: Source, spec: FamilySpec, active: set[str]) -> dict[int, set[str]] | None:
+    """PIDs listed per GPU index in the Processes table (None when the paste has no such table)."""
+    if "smi_process_row" not in active:
+        return None
+    out: dict[int, set[str]] = defaultdict(set)
+    for line in src.lines:
+        if (m := spec.rx("smi_process_row").match(line)) and m.group("type") != "G":
+            out[int(m.group("gpu"))].add(m.group("pid"))
+    return out
+
+
+def _idle_beside_busy(src: Source, spec: FamilySpec, active: set[str], rows: list[tuple[int, int, int, int]],
+                      facts: _Facts) -> None:
+    """GPUs of one nvidia-smi table that do nothing (0% utilisation, and no process listed, or nearly no memory
+    used when no process table was pasted) while others of the same table work: a launch that does not use every
+    GPU (nvidia-smi docs: GPU-Util is the share of time a kernel ran; the Processes table lists each context)."""
+    if len(rows) < 2:
+        return
+    procs = _processes_by_gpu(src, spec, active)
+    share = float(spec.tables["idle_memory_share"])
+    idle, busy = [], []
+    for index, (_, used, total, util) in enumerate(rows):
+        quiet = not procs.get(index) if procs else used <= share * total
+        (idle if util == 0 and quiet else busy).append(index)
+    if idle and busy:
+        facts.add("nvidia-smi", "gpus_idle_beside_busy", len(idle), rows[idle[0]][0],
+                  detail=f"GPU(s) {', '.join(map(str, idle))} at 0% with no process while GPU(s) "
+                         f"{', '.join(map(str, busy))} work")
 
 
 def _smi_csv(src: Source, spec: FamilySpec, facts: _Facts) -> None:
@@ -258,4 +297,32 @@ def parse(src: Source) -> list[SystemFact]:
     if "topo_row" in active:
         _topology(src, spec, facts)
     _tables(src, spec, active, facts)
+    _cuda_of_build(facts)
+    _available_share(facts)
     return facts.items
+
+
+def _available_share(facts: _Facts) -> None:
+    """The share of host RAM still available on a ``free`` line (its total and available columns, free(1))."""
+    totals = {f.provenance.line: f for f in facts.items if f.name == "host_mem_total" and f.value}
+    for f in list(facts.items):
+        if f.name == "host_mem_available" and (t := totals.get(f.provenance.line)) is not None:
+            share = round(f.value / t.value, 4)
+            facts.add("free", "host_mem_available_share", share, f.provenance.line - facts.src.line_offset,
+                      detail=f"{share:.1%} of host memory available", text=f.text)
+            return
+
+
+def _cuda_of_build(facts: _Facts) -> None:
+    """The CUDA a torch wheel was built with, from its local version (``2.3.1+cu121`` -> 12.1), where the paste
+    does not state it (pip list, conda list; collect_env prints "CUDA used to build PyTorch")."""
+    if any(f.name == "cuda_build" for f in facts.items):
+        return
+    for f in list(facts.items):
+        if f.name == "torch_version" and "+cu" in str(f.value):  # not a signature
+            digits = str(f.value).split("+cu", 1)[1]
+            digits = digits[:len(digits) - len(digits.lstrip("0123456789"))] if digits[:1].isdigit() else ""
+            if len(digits) >= 2:
+                line = f.provenance.line - facts.src.line_offset if f.provenance.line is not None else None
+                facts.add(f.tool, "cuda_build", f"{digits[:-1]}.{digits[-1]}", line, text=f.text)
+                return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diagnose.probes.logs.content import ContentResult, FileView
-from diagnose.probes.steptime.probe import parse_step_lines
+from diagnose.probes.steptime.probe import command_runs, parse_step_lines
 from diagnose.probes.steptime.scan_steps import step_candidate_lines
 from diagnose.probes.steptime.spec import steptime_spec
 
@@ -23,4 +23,5 @@ class StepTimeParser:
             return ContentResult(notes=[f"{view.path}: step-time lines not parsed (file over "
                                         f"{STEP_PARSE_MAX_BYTES >> 20} MiB): use `diagnose scaling` on it"])
         spec = steptime_spec()
-        return ContentResult(evidence=parse_step_lines(step_candidate_lines(view.data, spec), view.path))
+        runs = command_runs(bytes(view.data), view.path)  # a transcript of two or more runs: one run per command
+        return ContentResult(evidence=parse_step_lines(step_candidate_lines(view.data, spec), view.path, runs))

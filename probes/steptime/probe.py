@@ -13,13 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.evidence import Provenance, StepMetric
+from diagnose.probes.artifacts import launch
+from diagnose.probes.artifacts.source import Source
+from diagnose.probes.artifacts.spec import family
 from diagnose.probes.logs.probe import rank_from_line, rank_from_path
 from diagnose.probes.logs.scan_normalize import strip_ansi_text
 from diagnose.probes.steptime.scan_steps import step_database
 from diagnose.probes.steptime.spec import StepSpec, label_world, steptime_spec
 from diagnose.yamlload import number_table, pattern_table
 
-__all__ = ["parse_step_lines", "run_label"]
+__all__ = ["command_runs", "parse_step_lines", "run_label"]
 
 MAX_LINE = 4096
 TIME_FIELDS = ("step_time", "data_time", "comm_time", "compute_time", "epoch_time", "sync_time")
@@ -31,9 +34,14 @@ PROGRESS = ("step", "epoch", "step_time", "data_time", "comm_time", "compute_tim
             "epoch_time", "steps_per_epoch", "batch")
 
 
-def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[StepMetric]:
-    """StepMetrics from ``(line number, text)`` pairs of one source; unrecognised lines are ignored."""
+def parse_step_lines(lines: Iterable[tuple[int, str]], source: str,
+                     runs: list[tuple[int, int | None]] | None = None) -> list[StepMetric]:
+    """StepMetrics from ``(line number, text)`` pairs of one source; unrecognised lines are ignored. ``runs``: the
+    (line, world size) of each command of a shell transcript that starts a run (``command_runs``): the lines after
+    one belong to that run, at its world size."""
     spec = steptime_spec()
+    runs = runs or []
+    at = -1
     file_ws, file_ddp = label_world(Path(source).name, spec)
     file_rank = rank_from_path(source)
     base = run_label(source, file_rank)
@@ -53,6 +61,12 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
         if not hit or (skip is not None and skip.search(text)):
             continue
         fields = _fields(text, spec, hit)
+        while at + 1 < len(runs) and runs[at + 1][0] < line_no:
+            at += 1
+        if fields and at >= 0:
+            fields.setdefault("run", f"run {at + 1}")
+            if runs[at][1] is not None and file_ws is None:
+                fields.setdefault("world_size", runs[at][1])
         if fields:
             if file_ws is not None:
                 fields.setdefault("world_size", file_ws)
@@ -77,6 +91,46 @@ def parse_step_lines(lines: Iterable[tuple[int, str]], source: str) -> list[Step
     if not any(getattr(m, f) is not None for m in out for f in PROGRESS):
         return []  # settings alone (a config, a command line, a banner) are context for progress lines, not steps
     return out
+
+
+def command_runs(data: bytes, path: str) -> list[tuple[int, int | None]]:
+    """(line, world size or None) of each command after a shell prompt that starts a launcher or python, when a
+    transcript holds two or more: each command and the output below it are one run (two runs compared)."""
+    if b"$ " not in data and b"# " not in data:
+        return []
+    spec = family("launch")
+    prompt, pythons = spec.rx("prompt"), set(spec.tables["pythons"])
+    words = pythons | {e["program"] for e in spec.tables["launchers"] if "program" in e}
+    starts: set[int] = set()  # starts of the lines that name a launcher or python (found by bytes.find)
+    for word in {w.rstrip("0123456789.") or w for w in words}:
+        needle, at = word.encode(), 0
+        while len(starts) < 100000 and (hit := data.find(needle, at)) >= 0:
+            starts.add(data.rfind(b"\n", 0, hit) + 1)
+            at = data.find(b"\n", hit) + 1 or len(data)
+    out: list[tuple[int, int | None]] = []
+    line_no, pos = 1, 0
+    for begin in sorted(starts):
+        line_no, pos = line_no + data.count(b"\n", pos, begin), begin
+        end = data.find(b"\n", begin)
+        raw = data[begin:end if end >= 0 else len(data)][:4096].decode("utf-8", "replace").rstrip("\r")
+        head = raw.lstrip()[:1]
+        if not head or head not in "$#%>(" and "@" not in raw[:64]:
+            continue
+        if not words.intersection(w.rsplit("/", 1)[-1] for w in raw.split(None, 9)[:9]):
+            continue  # no launcher or python among its first words: cheap before the prompt and shell-splitting
+        if not (m := prompt.match(raw)):
+            continue
+        _, tokens = launch.split_command(m.group("cmd"), spec)
+        python = bool(tokens) and tokens[0].rsplit("/", 1)[-1] in pythons
+        if not python and launch.launcher_of(tokens, spec) is None:
+            continue  # a prompt before a command that starts no run (ls, nvidia-smi, a comment)
+        specs = [e for e in launch.parse(Source(path, m.group("cmd"))) if e.launcher not in ("env", "code")]
+        world = next((w for e in specs if (w := e.world_size or (
+            (e.nodes or 1) * e.procs_per_node if e.procs_per_node else None))), None)
+        out.append((line_no, world))
+        if len(out) > 64:
+            break
+    return out if len(out) >= 2 else []
 
 
 def _detect(text: str, spec: StepSpec) -> list[int]:

@@ -122,3 +122,18 @@ def test_content_parser_adapter_reads_a_view() -> None:
     assert parser.wants(view) and not parser.wants(SimpleNamespace(path="x", data=b"\0\1", rank=None))
     (rec,) = parser.parse(view)
     assert rec["kind"] == "launch_spec" and rec["procs_per_node"] == 4
+
+
+def test_pytorchjob_nproc_per_node_and_pod_gpus() -> None:
+    """Issue 11 item 1: a PyTorchJob's nprocPerNode and its container's nvidia.com/gpu limit."""
+    (spec,) = parsed("docs/pytorchjob_nproc.yaml", "launch_spec")
+    assert spec.launcher == "kubernetes" and (spec.procs_per_node, spec.gpus_per_node) == (2, 8)
+    (env,) = parsed("docs/pytorchjob.yaml", "launch_spec")  # PET_NPROC_PER_NODE wins over nothing; limit joins
+    assert (env.procs_per_node, env.gpus_per_node) == (8, 4)
+
+
+def test_script_world_size_flag() -> None:
+    specs = parse("paste.txt", "$ torchrun --nproc_per_node 2 train.py --world_size 4 --epochs 3")[0]
+    assert [(s.launcher, s.world_size) for s in specs if s.kind == "launch_spec"] == [("torchrun", None), ("code", 4)]
+    imagenet = parse("p.txt", "torchrun --nproc_per_node 2 main.py --world-size 1 --multiprocessing-distributed")[0]
+    assert [s.launcher for s in imagenet if s.kind == "launch_spec"] == ["torchrun"]

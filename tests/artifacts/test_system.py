@@ -88,7 +88,43 @@ def test_old_driver_process_table_shows_a_rank_on_another_gpu(tmp_path) -> None:
 
 def test_one_process_per_gpu_accuses_nobody(tmp_path) -> None:
     healthy = OLD_SMI_PROCESSES.replace("|    1     41001", "|    1     41003").replace("|    2     41002", "|    2     41004")
-    healthy = "\n".join(line for line in healthy.splitlines() if "41001      C   /usr/bin/python3.6           725" not in line
-                        and "41002      C   /usr/bin/python3.6           725" not in line)
+    # drop GPU 0's two extra contexts (725MiB each): then every PID holds one GPU and each GPU one PID
+    healthy = "\n".join(line for line in healthy.splitlines() if "725MiB" not in line)
     (tmp_path / "nvidia-smi.txt").write_text(healthy + "\n")
     assert all(c.id != "rank_env_mismatch" for c in run_logs([tmp_path]).causes)
+
+
+def test_nvidia_smi_idle_gpus_and_shared_gpu() -> None:
+    """Issue 11 item 3: GPUs at 0% with no process beside busy ones; several processes on one GPU only."""
+    idle = facts("docs/nvidia_smi_two_idle.txt")
+    assert idle["gpus_idle_beside_busy"] == 2 and "gpu_shared_by_processes" not in idle
+    gpu0 = facts("docs/nvidia_smi_all_on_gpu0.txt")
+    assert gpu0["gpu_shared_by_processes"] == 4 and gpu0["gpus_idle_beside_busy"] == 3
+    busy = facts("docs/nvidia_smi.txt")  # every GPU works, one process each
+    assert "gpus_idle_beside_busy" not in busy and "gpu_shared_by_processes" not in busy
+
+
+def test_rank_on_own_gpu_and_gpu0_is_not_shared() -> None:
+    """A PID on its own GPU and on GPU 0 (set_device missing) is the ranks-touch-other-gpus case, not sharing."""
+    text = "\n".join([
+        "| Processes:                                                                  |",
+        "|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |",
+        "|    0   N/A  N/A     100      C   python                           9000MiB |",
+        "|    0   N/A  N/A     101      C   python                            700MiB |",
+        "|    1   N/A  N/A     101      C   python                           9000MiB |",
+    ])
+    names = {f.name: f.value for f in parse("smi.txt", text)[0] if f.kind == "system_fact"}
+    assert names.get("gpu_pids_on_several_gpus") == 1 and "gpu_shared_by_processes" not in names
+
+
+def test_shm_topology_and_cuda_build_from_wheel() -> None:
+    assert facts("docs/df_shm_docker.txt")["shm_size"] == 64 * 1024 * 1024
+    phb = facts("docs/topo_phb.txt")
+    assert phb["topo_nvlink"] is False and phb["topo_worst_path"] == "PHB"
+    pip = facts("docs/pip_list_cu121.txt")
+    assert pip["torch_version"] == "2.1.2+cu121" and pip["cuda_build"] == "12.1"
+
+
+def test_free_available_share() -> None:
+    assert facts("real/free.txt")["host_mem_available_share"] == 0.913
+    assert facts("docs/free_nearly_full.txt")["host_mem_available_share"] == round(3 / 503, 4)
