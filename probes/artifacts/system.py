@@ -155,41 +155,40 @@ def _tables(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
             facts.add("strace", "top_syscall", call, no, detail=f"{call} {pct}% of system-call time")
     if "profiler_row" in active:
         _profiler(src, spec, facts, cap)
-    if "smi_process_row" in active:
+    procs = _process_rows(src, spec) if "smi_process_row" in active else None
+    compute = _compute_by_gpu(procs) if procs is not None else None
+    if procs:
         per_gpu: dict[str, list[str]] = defaultdict(list)
-        first = None
-        for no, line in enumerate(src.lines, 1):
-            if (m := spec.rx("smi_process_row").match(line)):
-                per_gpu[m.group("gpu")].append(m.group("pid"))
-                first = first or no
-        if per_gpu:
-            most = max(per_gpu.items(), key=lambda kv: len(kv[1]))
-            facts.add("nvidia-smi", "gpu_processes_max", len(most[1]), first,
-                      detail=f"GPU {most[0]} holds {len(most[1])} process(es)")
-            gpus_of: dict[str, set[str]] = defaultdict(set)
-            for gpu, pids in per_gpu.items():
-                for pid in pids:
-                    gpus_of[pid].add(gpu)
-            own: dict[int, list[str]] = defaultdict(list)  # compute processes holding this GPU and no other
-            compute = _processes_by_gpu(src, spec, active) or {}
-            for gpu, pids in compute.items():
-                own[gpu] = [p for p in pids if sum(p in q for q in compute.values()) == 1]
-            if own and (shared := max(own.items(), key=lambda kv: len(kv[1])))[1][1:]:
-                facts.add("nvidia-smi", "gpu_shared_by_processes", len(shared[1]), first,
-                          detail=f"GPU {shared[0]} holds {len(shared[1])} processes that use no other GPU "
-                                 f"(PIDs {', '.join(sorted(shared[1])[:8])})")
-            spread = sorted(pid for pid, gpus in gpus_of.items() if len(gpus) > 1)
-            if spread:
-                facts.add("nvidia-smi", "gpu_pids_on_several_gpus", len(spread), first,
-                          detail=f"process {spread[0]} holds memory on GPUs {', '.join(sorted(gpus_of[spread[0]]))}"
-                                 f" ({len(spread)} process(es) on more than one GPU)")
+        for _, gpu, pid, _ in procs:
+            per_gpu[gpu].append(pid)
+        first = procs[0][0]
+        most = max(per_gpu.items(), key=lambda kv: len(kv[1]))
+        facts.add("nvidia-smi", "gpu_processes_max", len(most[1]), first,
+                  detail=f"GPU {most[0]} holds {len(most[1])} process(es)")
+        gpus_of: dict[str, set[str]] = defaultdict(set)
+        for gpu, pids in per_gpu.items():
+            for pid in pids:
+                gpus_of[pid].add(gpu)
+        own: dict[int, list[str]] = defaultdict(list)  # compute processes holding this GPU and no other
+        compute_pids = compute or {}
+        for gpu, held in compute_pids.items():
+            own[gpu] = [p for p in held if sum(p in q for q in compute_pids.values()) == 1]
+        if own and (shared := max(own.items(), key=lambda kv: len(kv[1])))[1][1:]:
+            facts.add("nvidia-smi", "gpu_shared_by_processes", len(shared[1]), first,
+                      detail=f"GPU {shared[0]} holds {len(shared[1])} processes that use no other GPU "
+                             f"(PIDs {', '.join(sorted(shared[1])[:8])})")
+        spread = sorted(pid for pid, gpus in gpus_of.items() if len(gpus) > 1)
+        if spread:
+            facts.add("nvidia-smi", "gpu_pids_on_several_gpus", len(spread), first,
+                      detail=f"process {spread[0]} holds memory on GPUs {', '.join(sorted(gpus_of[spread[0]]))}"
+                             f" ({len(spread)} process(es) on more than one GPU)")
     if "smi_mem_row" in active:
         used = [(no, int(m.group("used")), int(m.group("total")), int(m.group("util")))
                 for no, line in enumerate(src.lines, 1) if (m := spec.rx("smi_mem_row").match(line))]
         if used:
             no, u, t, _ = max(used, key=lambda r: r[1])
             facts.add("nvidia-smi", "gpu_memory_used_max_mib", u, no, detail=f"{u} MiB of {t} MiB used on one GPU")
-            _idle_beside_busy(src, spec, active, used, facts)
+            _idle_beside_busy(spec, used, compute, facts)
     if "pyspy_thread" in active or "gdb_frame" in active:
         _stacks(src, spec, facts)
     if "smi_csv_header" in active:
@@ -205,25 +204,28 @@ def _tables(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
             facts.add("ps", "zombie_processes", len(zombies), (zombies or rows)[0][0])
 
 
-def _processes_by_gpu(src: Source, spec: FamilySpec, active: set[str]) -> dict[int, set[str]] | None:
-    """PIDs listed per GPU index in the Processes table (None when the paste has no such table)."""
-    if "smi_process_row" not in active:
-        return None
+def _process_rows(src: Source, spec: FamilySpec) -> list[tuple[int, str, str, str]]:
+    """(line, GPU index, PID, type) of each row of nvidia-smi's Processes table, read once."""
+    return [(no, m.group("gpu"), m.group("pid"), m.group("type")) for no, line in enumerate(src.lines, 1)
+            if (m := spec.rx("smi_process_row").match(line))]
+
+
+def _compute_by_gpu(rows: list[tuple[int, str, str, str]]) -> dict[int, set[str]]:
+    """PIDs of the compute (not graphics-only) processes per GPU index."""
     out: dict[int, set[str]] = defaultdict(set)
-    for line in src.lines:
-        if (m := spec.rx("smi_process_row").match(line)) and m.group("type") != "G":
-            out[int(m.group("gpu"))].add(m.group("pid"))
+    for _, gpu, pid, kind in rows:
+        if kind != "G":
+            out[int(gpu)].add(pid)
     return out
 
 
-def _idle_beside_busy(src: Source, spec: FamilySpec, active: set[str], rows: list[tuple[int, int, int, int]],
-                      facts: _Facts) -> None:
+def _idle_beside_busy(spec: FamilySpec, rows: list[tuple[int, int, int, int]],
+                      procs: dict[int, set[str]] | None, facts: _Facts) -> None:
     """GPUs of one nvidia-smi table that do nothing (0% utilisation, and no process listed, or nearly no memory
     used when no process table was pasted) while others of the same table work: a launch that does not use every
     GPU (nvidia-smi docs: GPU-Util is the share of time a kernel ran; the Processes table lists each context)."""
     if len(rows) < 2:
         return
-    procs = _processes_by_gpu(src, spec, active)
     share = float(spec.tables["idle_memory_share"])
     idle, busy = [], []
     for index, (_, used, total, util) in enumerate(rows):
