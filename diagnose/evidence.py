@@ -225,6 +225,11 @@ class LaunchSpec(_Evidence):
     loader_sampler: str | None = Field(None, description="a shuffling training DataLoader's sampler as written; "
                                                          "'none' when it has none and no sharding sampler is named")
 
+    @property
+    def processes(self) -> int | None:
+        """The world size it states, else nodes x processes per node when it states those, else None."""
+        return self.world_size or ((self.nodes or 1) * self.procs_per_node if self.procs_per_node else None)
+
 
 class ConfigSetting(_Evidence):
     """Training settings read from a config (Accelerate, DeepSpeed, Lightning/Hydra, torchtune, HF TrainingArguments)."""

@@ -92,22 +92,28 @@ def pattern_table(name: str, section: str = "patterns", directory: str | None = 
     fullmatch); ``examples`` it must hit and ``near_misses`` it must not, both applied in that mode. A
     broken entry is a RuleError at its line, naming it.
     """
+    path, entries, lines = _table_section(name, section, directory, "named patterns")
+    return {key: _checked(key, spec, RuleLocation(str(path), lines.get((section, key))))
+            for key, spec in entries.items()}
+
+
+def _table_section(name: str, section: str, directory: str | None,
+                   what: str) -> tuple[Path, dict[Any, Any], dict[LinePath, int]]:
+    """The mapping ``section`` of ``rules/tables/<name>.yaml`` (path, entries, line numbers); a RuleError naming
+    ``what`` it should hold when it is not a mapping."""
     path = Path(directory or builtin_rules_dir() / "tables") / f"{name}.yaml"
     data, lines = load_yaml_with_lines(path)
     entries = data.get(section) if isinstance(data, dict) else None
     if not isinstance(entries, dict):
-        raise RuleError(f"expected a mapping {section!r} of named patterns", RuleLocation(str(path), 1))
-    return {key: _checked(key, spec, RuleLocation(str(path), lines.get((section, key))))
-            for key, spec in entries.items()}
+        raise RuleError(f"expected a mapping {section!r} of {what}", RuleLocation(str(path), 1))
+    return path, entries, lines
 
 
 @lru_cache(maxsize=16)
 def number_table(name: str, section: str, directory: str | None = None) -> dict[str, float]:
     """One section of ``rules/tables/<name>.yaml`` that maps names to numbers (units, factors), checked once."""
-    path = Path(directory or builtin_rules_dir() / "tables") / f"{name}.yaml"
-    data, lines = load_yaml_with_lines(path)
-    entries = data.get(section) if isinstance(data, dict) else None
-    if not isinstance(entries, dict) or not entries:
+    path, entries, lines = _table_section(name, section, directory, "names to numbers")
+    if not entries:
         raise RuleError(f"expected a mapping {section!r} of names to numbers", RuleLocation(str(path), 1))
     bad = [k for k, v in entries.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
     if bad:

@@ -120,7 +120,7 @@ def _contract(ctx: Context) -> list[tuple[str | None, dict[str, Any], list[Any]]
                                else c.num_processes)
             cited.append(c)
         for s in launches.get(source, []):
-            n = s.world_size or ((s.nodes or 1) * s.procs_per_node if s.procs_per_node else None)
+            n = s.processes
             if n and s.launcher not in ("sbatch", "srun", "code"):  # a script's own world_size= is one run's
                 got.setdefault("world", n)
                 cited.append(s)

@@ -35,7 +35,15 @@ def _cues(spec: FamilySpec) -> list[Cue]:
 
 
 def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
-    """(line number, text) of the lines that read as a sentence a user wrote."""
+    """(line number, text) of the lines that read as a sentence a user wrote (worked out once per source: the
+    symptom cues and the mentions both read them)."""
+    key = f"prose_lines:{id(spec)}"
+    if key not in src.derived:
+        src.derived[key] = _prose_lines(src, spec)
+    return src.derived[key]
+
+
+def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     tables, out = spec.tables, []
     marker, word, quote = spec.rx("log_marker"), spec.rx("word"), spec.rx("quote_prefix")
     for no, raw in enumerate(src.lines[: tables["max_lines"]], 1):

@@ -30,7 +30,7 @@ def _column(cell: str, spec: FamilySpec) -> tuple[str | None, float, str]:
     base, unit = text.lower(), ""
     if base.endswith(")") and "(" in base:
         base, unit = base[:base.rindex("(")].strip(), base[base.rindex("(") + 1:-1].strip()
-    factor = float(SECONDS.get(unit, 1.0))
+    factor = SECONDS.get(unit, 1.0)
     for field, names in spec.tables["columns"].items():
         if base in names or base.replace("_", " ") in names:
             if field.endswith("_ms"):
@@ -68,9 +68,9 @@ def _value(cell: str, field: str, factor: float, spec: FamilySpec) -> Any:
         return None
     unit = m.group("unit")
     if m.group("si"):
-        num *= float(SI[m.group("si")])
+        num *= SI[m.group("si")]
     if field in ("step_time", "epoch_time", "data_time") and unit in SECONDS:
-        return num * float(SECONDS[unit])
+        return num * SECONDS[unit]
     return int(num) if field in ("seed", "local_batch", "accumulation") else num * factor
 
 
@@ -162,7 +162,7 @@ def _line_measure(unit: str, label: str, spec: FamilySpec) -> tuple[str, float] 
         return "throughput", 1.0
     if unit in units["time"]:
         epoch = any(w in label.lower() for w in spec.tables["epoch_words"])
-        return ("epoch_time" if epoch else "step_time"), float(SECONDS.get(unit, 1.0))
+        return ("epoch_time" if epoch else "step_time"), SECONDS.get(unit, 1.0)
     if unit in units["metric"]:
         return "metric", 1.0
     return None

@@ -20,6 +20,7 @@ class Source:
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
     line_offset: int = 0  # lines of the file before ``text`` (a piece read from the file's tail)
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # what readers share of it
 
     def __post_init__(self) -> None:
         self.lines = [line[:MAX_LINE] for line in self.text.splitlines()]

@@ -125,8 +125,7 @@ def command_runs(data: bytes, path: str) -> list[tuple[int, int | None]]:
         if not python and launch.launcher_of(tokens, spec) is None:
             continue  # a prompt before a command that starts no run (ls, nvidia-smi, a comment)
         specs = [e for e in launch.parse(Source(path, m.group("cmd"))) if e.launcher not in ("env", "code")]
-        world = next((w for e in specs if (w := e.world_size or (
-            (e.nodes or 1) * e.procs_per_node if e.procs_per_node else None))), None)
+        world = next((e.processes for e in specs if e.processes), None)
         out.append((line_no, world))
         if len(out) > 64:
             break
