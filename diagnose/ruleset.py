@@ -9,11 +9,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import pydantic
+from pydantic import ValidationError
+
+import diagnose
+import diagnose.cache as cache
+import diagnose.probes
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 from diagnose.evidence import EVIDENCE_KINDS
 from diagnose.predicates import REGISTRY
 from diagnose.probes.logs.signatures import EMITS, SignatureSet, declared_signature_names, load_signatures
-from diagnose.rulespec import PredicateCall, Rule, load_rules
+from diagnose.rulespec import PredicateCall, Rule, load_rules, rule_dirs, rule_files
 from diagnose.vocab import CAUSES, SYMPTOMS
 from diagnose.yamlload import builtin_rules_dir
 
@@ -42,7 +48,10 @@ def runbook_rows() -> dict[str, str]:
 
 
 def load_ruleset(extra_dirs: Iterable[Path] = ()) -> RuleSet:
-    """Load rules and signatures and cross-check them; raise RuleSetError with every problem."""
+    """Load rules and signatures and cross-check them; raise RuleSetError with every problem.
+
+    A rule set that passed every check in an earlier run (the same rule files, signatures, tables and code) is
+    read back from the cache as one JSON document: the checks are not repeated while nothing they read changed."""
     extra = list(extra_dirs)
     errors: list[RuleError] = []
     try:
@@ -50,6 +59,13 @@ def load_ruleset(extra_dirs: Iterable[Path] = ()) -> RuleSet:
     except RuleSetError as exc:
         errors += exc.errors
         sigs = SignatureSet([])
+    name = f"rules-{_ruleset_key(rule_files(rule_dirs(extra)), sigs)}.json" if not errors else ""
+    cached = cache.read_json(name) if name else None
+    if isinstance(cached, list):
+        try:
+            return RuleSet([Rule.model_validate(item) for item in cached], sigs)
+        except (ValidationError, TypeError):
+            pass
     try:
         rules = load_rules(extra)
     except RuleSetError as exc:
@@ -58,7 +74,23 @@ def load_ruleset(extra_dirs: Iterable[Path] = ()) -> RuleSet:
     errors += validate(rules, sigs)
     if errors:
         raise RuleSetError(errors)
+    cache.write_json(name, [r.model_dump(mode="json") for r in rules])
     return RuleSet(rules, sigs)
+
+
+def _ruleset_key(files: list[Path], sigs: SignatureSet) -> str:
+    """Digest of everything the checks read: rule files, the signature catalog, the tables and runbook rows, the
+    code of the package (predicates, evidence kinds, vocabulary, schema) and pydantic's version."""
+    data = builtin_rules_dir()
+    parts: list[bytes | str] = ["rules-1", pydantic.VERSION, sigs.digest]
+    extras = [*sorted((data / "tables").glob("*.yaml")), data / "runbook_rows.md"]
+    code = [p for pkg in (diagnose, diagnose.probes) for p in sorted(Path(pkg.__file__).parent.rglob("*.py"))]
+    for path in [*files, *extras, *code]:
+        try:
+            parts += [str(path), path.read_bytes()]
+        except OSError:
+            parts += [str(path), "missing"]
+    return cache.digest(parts)
 
 
 def validate(rules: list[Rule], sigs: SignatureSet) -> list[RuleError]:

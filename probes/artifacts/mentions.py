@@ -12,6 +12,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
+import diagnose.cache as cache
 from diagnose.evidence import Mention
 from diagnose.probes.artifacts.cues import prose_lines
 from diagnose.probes.artifacts.source import Source
@@ -80,23 +81,24 @@ def _gate(spec: FamilySpec) -> Any:
 
 def _compile_gate(spec: FamilySpec) -> Any:
     names = list(spec.tables["components"])
+    expressions = [spec.by_name[n].regex.encode() for n in names]
     flags = [
         hyperscan.HS_FLAG_PREFILTER
         | hyperscan.HS_FLAG_SINGLEMATCH
         | (hyperscan.HS_FLAG_CASELESS if spec.by_name[n].caseless else 0)
         for n in names
     ]
-    try:
+
+    def build() -> Any:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(
-            expressions=[spec.by_name[n].regex.encode() for n in names],
-            ids=list(range(len(names))),
-            elements=len(names),
-            flags=flags,
-        )
+        db.compile(expressions=expressions, ids=list(range(len(names))), elements=len(names), flags=flags)
+        return db
+
+    key = cache.digest([*expressions, repr(flags)])  # compiling takes a quarter second: built once, then loaded
+    try:
+        return cache.hyperscan_database(f"mentions-{key}", build)
     except Exception:  # noqa: BLE001 - a pattern the engine refuses: search every component instead
         return None
-    return db
 
 
 def _candidates(spec: FamilySpec, text: str) -> list[str]:
