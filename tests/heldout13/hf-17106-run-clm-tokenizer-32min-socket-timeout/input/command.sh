@@ -1,0 +1,23 @@
+python -m torch.distributed.launch \
+		--nproc_per_node 4 $TRANSFORMERS_PATH/pytorch/language-modeling/run_clm.py \
+    --model_type gpt2 \
+    --tokenizer_name $TOKENIZER_PATH/$MODEL_NAME \
+    --config_overrides bos_token_id=0,eos_token_id=0 \
+    --block_size 1024 \
+    --train_file $DATASET_PATH/train.txt \
+    --per_device_train_batch_size 4 \
+    --per_device_eval_batch_size 4 \
+    --do_train \
+    --do_eval \
+    --output_dir $MODEL_PATH/$MODEL_NAME \
+    --num_train_epochs 5 \
+    --weight_decay 0.01 \
+    --learning_rate 1e-5 \
+    --warmup_steps 8000 \
+    --save_strategy steps \
+    --save_steps 4000 \
+    --save_total_limit 10 \
+    --evaluation_strategy steps \
+    --eval_steps 4000 \
+    --load_best_model_at_end \
+    --validation_split_percentage 5
