@@ -6,6 +6,7 @@ extracted with each signature's own regex on the hit lines alone.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -360,14 +361,12 @@ def _reuse_freed_memory() -> None:
     """glibc only: keep freed memory in the process instead of handing it back at once. A block read (1 MiB)
     is otherwise mapped afresh, or the heap trimmed and grown again, for each block: page faults that cost
     the scan a seventh of its time on the benchmark corpus (3,800 -> 12,000 faults per 64 MB read)."""
-    import os
-
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
             return
     except (ValueError, OSError, AttributeError):  # not glibc
         return
-    import ctypes
+    import ctypes  # start-up: only big inputs (Scanner.prepare) pay for loading ctypes
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
