@@ -48,11 +48,12 @@ def _store(path: Path, data: bytes) -> None:
         pass
 
 
-def hyperscan_database(name: str, build: Callable[[], Any]) -> Any:
-    """The database stored as ``name`` (with scratch space), else ``build()``'s, stored for next time."""
+def hyperscan_database(name: str, build: Callable[[], Any], mode: int | None = None) -> Any:
+    """The database stored as ``name`` (with scratch space), else ``build()``'s, stored for next time;
+    ``mode`` is the one ``build`` compiles in (block mode unless said)."""
     path = cache_dir() / f"{name}-{HS_VERSION}.hsdb"
     try:
-        db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK if mode is None else mode)
         db.scratch = hyperscan.Scratch(db)  # a loaded database comes without scratch space
         return db
     except Exception:  # noqa: BLE001 - a missing or stale cache is rebuilt

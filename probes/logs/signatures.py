@@ -117,9 +117,10 @@ class Signature(BaseModel):
 
     def match(self, line: str) -> dict[str, Any] | None:
         """Fields of ``line`` when it matches, else None."""
-        if not self.detector.search(line):
+        found = self.detector.search(line)
+        if not found:
             return None
-        m = self.extractor.search(line)
+        m = found if self.extractor is self.detector else self.extractor.search(line)
         if m is None:
             return {}
         out: dict[str, Any] = {}
