@@ -61,6 +61,8 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 launched_multi: bool = False) -> dict[str, tuple[int, int, list[str]]]:
     """Per symptom: (score, line of its strongest cue, the cue words seen). ``launched_multi``: a line of the
     report (a command, not a sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
+    point, negated = spec.rx("decimal_point"), spec.rx("negated_before")
+    lines = [(no, point.sub(",", text)) for no, text in lines]  # 69.9 is a number, not a sentence's end
     multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
     found: dict[str, list[Any]] = {}  # symptom -> [score, strongest weight, its line, words]
     every = _cues(spec)
@@ -72,7 +74,7 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 if fallbacks and any(s in found and not found[s][4] for s in silenced_by):
                     continue
                 m = rx.search(text)
-                if m is None:
+                if m is None or negated.search(text, max(0, m.start() - 60), m.start()):  # "not a memory issue"
                     continue
                 entry = found.setdefault(symptom, [0, 0, no, [], fallbacks])
                 entry[0] += weight
