@@ -8,9 +8,11 @@ components and rules were written; `measure` sentences were not, so their floors
 
 Three numbers per split:
 - told top-1 / top-3: the labelled cause is the engine's first / among its first three (symptom told);
-- mention precision: of the causes a mention rule (``*-mentions-*``) put forward, the share that is the label;
-  a mention that points at the wrong cause sends the reader down the wrong runbook row, so it has its own floor;
-- negatives quiet: of the sentences that point at no cause (`cause: none`), the share where no mention rule fired.
+- mention precision: of the sentences whose first cause a mention rule (``*-mentions-*``) put there, the share
+  where it is the label; a mention that points at the wrong cause sends the reader down the wrong runbook row, so
+  it has its own floor;
+- negatives quiet: of the sentences that point at no cause (`cause: none`), the share whose first cause is still
+  the runbook's prior (no mention rule put one there).
 Run this file as a script for the per-cause table.
 """
 
@@ -48,13 +50,15 @@ def _is_mention_rule(rule: str) -> bool:
 
 @cache
 def _diagnosis(text: str, symptom: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(cause ids best first, cause ids a mention rule put forward) of the one-sentence report, symptom told."""
+    """(cause ids best first, the first cause when a mention rule put it there) of the one-sentence report, symptom
+    told."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.txt"
         path.write_text(text + "\n", encoding="utf-8")
         report = run_logs([path], symptom=symptom)
     ranked = tuple(c.id for c in report.causes)
-    mentioned = tuple(c.id for c in report.causes if any(_is_mention_rule(r) for r in c.rules))
+    first = report.causes[:1]
+    mentioned = tuple(c.id for c in first if any(_is_mention_rule(r) for r in c.rules))
     return ranked, mentioned
 
 
