@@ -155,7 +155,10 @@ def test_an_error_line_outranks_any_mention(tmp_path: Path) -> None:
     [
         ("I'm running into a similar issue. RAM is not the problem (using about 10%).", "host_ram"),
         ("局域网的机器，带宽没有问题，多机训练还是很慢", "network"),
-        ("I think the bottleneck is not on the I/O: the GPU usage is always 96% with 8 workers.", "data_loading"),
+        (
+            "I think the bottleneck is not on the I/O: the GPU usage is always 96% with 8 workers.",
+            "data_loading",
+        ),
     ],
 )
 def test_a_line_that_rules_a_component_out_does_not_mention_it(text: str, component: str) -> None:
@@ -163,8 +166,8 @@ def test_a_line_that_rules_a_component_out_does_not_mention_it(text: str, compon
 
 
 def test_a_sentence_that_asks_about_set_epoch_still_points_at_the_sampler(tmp_path: Path) -> None:
-    # Snowdar/asv-subtools#8 style: the call quoted in a question is not code that calls it
-    text = DIVERGED + "So we should add `data.train_sampler.set_epoch(this_epoch)` at the begin of every epoch?\n"
+    # the call quoted in a question is not code that calls it
+    text = DIVERGED + "Do I have to call `sampler.set_epoch(epoch)` myself before each epoch?\n"
     report = run_logs([_report(tmp_path, text)], symptom="divergence")
     assert report.causes[0].id == "sampler_misconfig"
 
@@ -173,4 +176,6 @@ def test_a_table_driven_rule_speaks_with_its_first_outcome_that_holds(tmp_path: 
     text = "It crashes at start.\nI launch it with torch.distributed.launch inside a Docker container.\n"
     report = run_logs([_report(tmp_path, text)], symptom="crash")
     assert report.causes[0].id == "host_config"
-    assert "launcher_misconfig" not in [c.id for c in report.causes if "crash-mentions-a-component" in c.rules]
+    assert "launcher_misconfig" not in [
+        c.id for c in report.causes if "crash-mentions-a-component" in c.rules
+    ]
