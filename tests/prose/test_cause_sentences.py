@@ -37,10 +37,11 @@ SENTENCES: list[dict[str, Any]] = yaml.safe_load((HERE / "cause_sentences.yaml")
     "sentences"
 ]
 
-# measured with the components and rules of this commit (see the commit message for the numbers before)
+# measured with the components and rules of this commit; before any mention change (main at bcd6edb)
+# the same sentences gave write 0.562 / 0.750 / 0.964 / 1.000 and measure 0.545 / 0.712 / 0.833 / 0.789
 FLOORS = {  # split: (told top-1, told top-3, mention precision, negatives quiet)
-    "write": (0.0, 0.0, 0.0, 0.0),
-    "measure": (0.0, 0.0, 0.0, 0.0),
+    "write": (0.87, 0.93, 0.95, 0.95),
+    "measure": (0.78, 0.85, 0.85, 0.70),
 }
 
 
@@ -108,6 +109,7 @@ def measure(split: str) -> dict[str, Any]:
 
 
 def test_the_sentences_are_labelled_and_sourced() -> None:
+    assert len(SENTENCES) >= 140 and sum(s["cause"] == "none" for s in SENTENCES) >= 30
     assert len({s["text"] for s in SENTENCES}) == len(SENTENCES)
     for s in SENTENCES:
         assert s["symptom"] in SYMPTOMS, s
