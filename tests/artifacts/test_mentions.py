@@ -179,3 +179,18 @@ def test_a_table_driven_rule_speaks_with_its_first_outcome_that_holds(tmp_path: 
     assert "launcher_misconfig" not in [
         c.id for c in report.causes if "crash-mentions-a-component" in c.rules
     ]
+
+
+def test_a_cause_a_log_line_backs_outranks_a_mentioned_one_whatever_their_scores(tmp_path: Path) -> None:
+    # an NCCL INFO line that says NCCL fell back to sockets is evidence, damped because it explains no crash; the
+    # sentence's Docker mention still ranks below it, above the bare prior
+    text = (
+        "node1:123:456 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+        "node1:123:456 [0] NCCL INFO Using network Socket\n"
+        "The job runs in a Docker container on two nodes and crashes at start.\n"
+    )
+    report = run_logs([_report(tmp_path, text)], symptom="crash")
+    ids = [c.id for c in report.causes]
+    mentioned = ids.index("host_config")
+    assert all("crash-mentions-a-component" not in c.rules for c in report.causes[:mentioned])
+    assert report.causes[0].id != "host_config" and report.causes[0].score < report.causes[mentioned].score
