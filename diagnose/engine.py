@@ -121,6 +121,13 @@ def prior_only(f: Finding) -> bool:
     return bool(cited) and all(e.kind == "reported_symptom" for e in cited)
 
 
+def words_only(f: Finding) -> bool:
+    """The finding rests on what the report mentions (and a symptom), no line a program printed: it orders the
+    symptom's causes above the bare prior but never above a cause that a log line, dump or artifact backs."""
+    kinds = {e.kind for b in f.bindings.values() for e in b.evidence}
+    return "mention" in kinds and kinds <= {"mention", "reported_symptom"}
+
+
 def specificity(f: Finding) -> int:
     """How narrowly the rule's conditions pin the evidence down: conditions and their parameters."""
     calls = [*f.rule.match, *f.outcome.when]
@@ -138,7 +145,8 @@ CATALOG = "catalog"  # rules/catalog/: what a family of catalog signatures means
 def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     """Group findings by cause, combine their scores, apply the symptom prior, order best first.
 
-    Causes backed by evidence come first; a cause that only a symptom implies (the runbook's
+    Causes backed by evidence come first, then causes backed only by what the report mentions (a word
+    never outranks a line); a cause that only a symptom implies (the runbook's
     symptom table) is capped at low confidence, cites what implied the symptom, and never adds
     to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
     how much evidence each cites, then by the earliest line, then by the order a rule lists its
@@ -171,7 +179,8 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             symptom=best.symptom, ranks=culprits, summary=summary, evidence=evidence,
             fix=best.rule.fix, rules=[f.rule.id for f in group],
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
-        key = (only_prior, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
+        only_words = bool(backed) and all(words_only(f) for f, _ in backed)
+        key = (only_prior, only_words, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
                places[cause_id], cause_id)
         ranked.append((key, cause))
     ranked.sort(key=lambda kc: kc[0])

@@ -72,8 +72,8 @@ def _rules() -> list:
 def test_every_component_a_rule_names_is_read_and_every_one_read_is_used() -> None:
     tables = family("mentions").tables["components"]
     named: set[str] = set()
-    for rule in _rules():
-        for call in rule.match:
+    for rule in _rules():  # a table-driven rule names its components in its outcomes' conditions
+        for call in [*rule.match, *(c for o in rule.outcomes for c in o.when)]:
             if call.predicate == "mentioned":
                 named.update(call.params["components"])
     assert named - set(tables) == set()
@@ -135,3 +135,62 @@ def test_the_hyperscan_gate_finds_what_a_search_of_every_component_finds(
     monkeypatch.setattr(mentions, "hyperscan", None)
     plain = [(e.component, e.provenance.line, e.words) for e in mentions.parse(Source("r.txt", text))]
     assert gated == plain and len(gated) >= 6
+
+
+def test_an_error_line_outranks_any_mention(tmp_path: Path) -> None:
+    # the shared-memory bus error decides; the sentence's find_unused_parameters only orders what is below it
+    text = (
+        "RuntimeError: DataLoader worker (pid 13) is killed by signal: Bus error. It is possible that "
+        "dataloader's workers are out of shared memory.\n"
+        "I set find_unused_parameters=True and launch it with torch.distributed.launch on two GPUs.\n"
+    )
+    report = run_logs([_report(tmp_path, text)], symptom="crash")
+    assert report.causes[0].id == "host_config" and report.causes[0].confidence == "high"
+    mentioned = next(c for c in report.causes if "crash-mentions-a-component" in c.rules)
+    assert mentioned.confidence == "low"
+
+
+@pytest.mark.parametrize(
+    ("text", "component"),
+    [
+        ("I'm running into a similar issue. RAM is not the problem (using about 10%).", "host_ram"),
+        ("局域网的机器，带宽没有问题，多机训练还是很慢", "network"),
+        (
+            "I think the bottleneck is not on the I/O: the GPU usage is always 96% with 8 workers.",
+            "data_loading",
+        ),
+    ],
+)
+def test_a_line_that_rules_a_component_out_does_not_mention_it(text: str, component: str) -> None:
+    assert component not in [c for c, _, _ in _found(text)]
+
+
+def test_a_sentence_that_asks_about_set_epoch_still_points_at_the_sampler(tmp_path: Path) -> None:
+    # the call quoted in a question is not code that calls it
+    text = DIVERGED + "Do I have to call `sampler.set_epoch(epoch)` myself before each epoch?\n"
+    report = run_logs([_report(tmp_path, text)], symptom="divergence")
+    assert report.causes[0].id == "sampler_misconfig"
+
+
+def test_a_table_driven_rule_speaks_with_its_first_outcome_that_holds(tmp_path: Path) -> None:
+    text = "It crashes at start.\nI launch it with torch.distributed.launch inside a Docker container.\n"
+    report = run_logs([_report(tmp_path, text)], symptom="crash")
+    assert report.causes[0].id == "host_config"
+    assert "launcher_misconfig" not in [
+        c.id for c in report.causes if "crash-mentions-a-component" in c.rules
+    ]
+
+
+def test_a_cause_a_log_line_backs_outranks_a_mentioned_one_whatever_their_scores(tmp_path: Path) -> None:
+    # an NCCL INFO line that says NCCL fell back to sockets is evidence, damped because it explains no crash; the
+    # sentence's Docker mention still ranks below it, above the bare prior
+    text = (
+        "node1:123:456 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+        "node1:123:456 [0] NCCL INFO Using network Socket\n"
+        "The job runs in a Docker container on two nodes and crashes at start.\n"
+    )
+    report = run_logs([_report(tmp_path, text)], symptom="crash")
+    ids = [c.id for c in report.causes]
+    mentioned = ids.index("host_config")
+    assert all("crash-mentions-a-component" not in c.rules for c in report.causes[:mentioned])
+    assert report.causes[0].id != "host_config" and report.causes[0].score < report.causes[mentioned].score
