@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - exercised where the wheel is missing
     hyperscan = None
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
-__all__ = ["LinePattern", "FamilySpec", "family", "artifacts_dir", "strings_in"]
+__all__ = ["LinePattern", "FamilySpec", "family", "artifacts_dir", "strings_in", "check_families"]
 
 
 class PatternExample(BaseModel):
@@ -141,16 +141,32 @@ def family(name: str, folder: str | None = None) -> FamilySpec:
     except OSError:
         raw = b""
     checked = f"artifacts-checked-{cache.digest([pydantic.VERSION, Path(__file__).read_bytes(), raw])}.json"
+    # Compiling every pattern to try its examples costs a sixth of a second over all families: done once per
+    # version of the file (and of this code), remembered in the cache, skipped while both stay the same.
+    known = cache.read_json(checked) is not None
+    spec = _validated(path, data, lines, examples_checked=known)
+    if not known:
+        cache.write_json(checked, True)
+    return spec
+
+
+def _validated(path: Path, data: Any, lines: dict[Any, int], examples_checked: bool) -> FamilySpec:
     try:
-        # Compiling every pattern to try its examples costs a sixth of a second over all families: done once per
-        # version of the file (and of this code), remembered in the cache, skipped while both stay the same.
-        known = cache.read_json(checked) is not None
-        spec = FamilySpec.model_validate(data, context={"examples_checked": known})
+        return FamilySpec.model_validate(data, context={"examples_checked": examples_checked})
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
         line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
         raise RuleSetError([RuleError(f"{'.'.join(map(str, loc))}: {err['msg']}", RuleLocation(str(path), line))]) from None
-    if not known:
-        cache.write_json(checked, True)
-    return spec
+
+
+def check_families(folder: Path | None = None) -> list[RuleError]:
+    """Every artifact family file of ``folder`` validated in full, examples and near misses included (the cache
+    marker that lets a run skip them is not consulted): what ``diagnose rules check`` reports."""
+    errors: list[RuleError] = []
+    for path in sorted(Path(folder or artifacts_dir()).glob("*.yaml")):
+        try:
+            _validated(path, *load_yaml_with_lines(path), examples_checked=False)
+        except (RuleSetError, RuleError) as exc:
+            errors += exc.errors if isinstance(exc, RuleSetError) else [exc]
+    return errors
