@@ -135,12 +135,8 @@ def artifacts_dir() -> Path:
 def family(name: str, folder: str | None = None) -> FamilySpec:
     """Load and validate ``rules/artifacts/<name>.yaml``; a broken file raises a located RuleSetError."""
     path = Path(folder or artifacts_dir()) / f"{name}.yaml"
-    data, lines = load_yaml_with_lines(path)
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        raw = b""
-    checked = f"artifacts-checked-{cache.digest([pydantic.VERSION, Path(__file__).read_bytes(), raw])}.json"
+    data, lines = load_yaml_with_lines(path)  # raises a located RuleError when the file cannot be read
+    checked = f"artifacts-checked-{cache.digest([_checker_digest(), path.read_bytes()])}.json"
     # Compiling every pattern to try its examples costs a sixth of a second over all families: done once per
     # version of the file (and of this code), remembered in the cache, skipped while both stay the same.
     known = cache.read_json(checked) is not None
@@ -148,6 +144,12 @@ def family(name: str, folder: str | None = None) -> FamilySpec:
     if not known:
         cache.write_json(checked, True)
     return spec
+
+
+@lru_cache(maxsize=1)
+def _checker_digest() -> str:
+    """Digest of what checks a family's examples (this module and pydantic), read once per process."""
+    return cache.digest([pydantic.VERSION, Path(__file__).read_bytes()])
 
 
 def _validated(path: Path, data: Any, lines: dict[Any, int], examples_checked: bool) -> FamilySpec:
