@@ -20,16 +20,17 @@ __all__ = ["parse", "score_lines", "BASIS"]
 BASIS = "the report's own words"
 
 
-Cue = tuple[str, re.Pattern[str], int, bool | None, tuple[str, ...]]
+Cue = tuple[str, re.Pattern[str], int, bool | None, tuple[str, ...], bool]
 _COMPILED: dict[int, list[Cue]] = {}
 
 
 def _cues(spec: FamilySpec) -> list[Cue]:
-    """(symptom, cue regex, weight, needs a multi-GPU report, the symptoms whose cues silence it) of every cue,
-    compiled once per spec; a cue with ``fallback`` symptoms counts only when none of them has a cue of its own."""
+    """(symptom, cue regex, weight, needs a multi-GPU report, the symptoms whose cues silence it, needs a report
+    that sets several devices against one) of every cue, compiled once per spec; a cue with ``fallback``
+    symptoms counts only when none of them has a cue of its own."""
     if id(spec) not in _COMPILED:
         _COMPILED[id(spec)] = [(symptom, re.compile(c["cue"], re.IGNORECASE | re.ASCII), int(c["weight"]),
-                                c.get("multi"), tuple(c.get("fallback", ())))
+                                c.get("multi"), tuple(c.get("fallback", ())), bool(c.get("contrast")))
                                for symptom, cues in spec.tables["symptoms"].items() for c in cues]
     return _COMPILED[id(spec)]
 
@@ -57,6 +58,14 @@ def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     return out
 
 
+def contrasts(lines: list[tuple[int, str]], spec: FamilySpec, launched_multi: bool = False) -> bool:
+    """Whether the report sets several GPUs or nodes (a launch of several counts) against one."""
+    few, multi = spec.rx("few_devices"), spec.rx("multi")
+    has_few = any(few.search(text) for _, text in lines)
+    return has_few and (launched_multi or any(few.match(text, m.start()) is None
+                                              for _, text in lines for m in multi.finditer(text)))
+
+
 def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 launched_multi: bool = False) -> dict[str, tuple[int, int, list[str]]]:
     """Per symptom: (score, line of its strongest cue, the cue words seen). ``launched_multi``: a line of the
@@ -64,12 +73,14 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
     point, negated = spec.rx("decimal_point"), spec.rx("negated_before")
     lines = [(no, point.sub(",", text)) for no, text in lines]  # 69.9 is a number, not a sentence's end
     multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
+    contrast = multi and contrasts(lines, spec, launched_multi)
     found: dict[str, list[Any]] = {}  # symptom -> [score, strongest weight, its line, words]
     every = _cues(spec)
     for fallbacks in (False, True):  # a fallback cue is read after the others, and only where they were silent
         for no, text in lines:
-            for symptom, rx, weight, needs_multi, silenced_by in every:
-                if bool(silenced_by) != fallbacks or (needs_multi is not None and needs_multi != multi):
+            for symptom, rx, weight, needs_multi, silenced_by, needs_contrast in every:
+                if bool(silenced_by) != fallbacks or (needs_multi is not None and needs_multi != multi) \
+                        or (needs_contrast and not contrast):
                     continue
                 if fallbacks and any(s in found and not found[s][4] for s in silenced_by):
                     continue
