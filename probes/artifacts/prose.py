@@ -23,13 +23,14 @@ SECONDS = number_table("units", "seconds")
 
 def _world_size(m: re.Match[str], spec: FamilySpec, per_node: int | None) -> int | None:
     """The world size a count mention names (nodes times the GPUs per node when the text gives them)."""
-    if m.group("xcount"):
-        return int(m.group("xcount"))
-    word = m.group("count").lower()
-    n = int(word) if word.isdigit() else spec.tables["words"].get(word)
+    for exact in ("xcount", "kcount"):  # "8xA100", "nGPU=4"
+        if m.group(exact):
+            return int(m.group(exact))
+    word, unit = (m.group("count"), m.group("unit")) if m.group("count") else (m.group("cjkcount"), m.group("cjkunit"))
+    n = int(word) if word.isdigit() else spec.tables["words"].get(word.lower())
     if not n:
         return None
-    if m.group("unit").lower().startswith("node"):
+    if unit.lower().startswith("node") or unit == "机":
         return n * (per_node or 1)
     return n
 
@@ -103,9 +104,9 @@ def parse(src: Source) -> list[Any]:
         if several:
             counts += [(m.start(), m.end(), several) for m in multi_rx.finditer(line)]
         measures = _measures(line, spec) if counts or no - heading[0] <= 2 else []
-        if not counts:  # "When I train on 4xGPUs:" then the numbers on the next line
+        if not counts:  # "When I train on 4xGPUs:" (or "单GPU: {'loss': ...}") then the numbers on the next line
             counts = [(-1, -1, heading[1])] if measures else []
-        elif not measures:
+        else:
             heading = (no, counts[-1][2])
         breaks = [m.start() for m in spec.rx("clause_break").finditer(line)] if measures else []
         for pos, field, value in measures:

@@ -35,6 +35,21 @@ STATED = [
      "assuming I'm training for one epoch\n\nI got suspicious of the time and tried to train on a single GPU, and "
      "the time I got was 30 Hours for the same number of steps and batch_size",
      "epoch_time", {4: 468000.0, 1: 108000.0}),
+    # counts and times as Chinese reports write them (单卡, 4卡, 双卡; 小时, 天, 秒)
+    ("https://github.com/hiyouga/ChatGLM-Efficient-Tuning/issues/122", "单卡5小时，双卡却是4小时",
+     "epoch_time", {1: 18000.0, 2: 14400.0}),
+    ("https://github.com/zjhuang22/maskscoring_rcnn/issues/91",
+     "单卡（batch_size = 16) 预计耗时4天\n4卡（每个卡batch_size = 16，共64)，  预计耗时也是4天",
+     "epoch_time", {1: 345600.0, 4: 345600.0}),
+    ("https://github.com/zhiyuanyou/UniAD/issues/41",
+     "单卡功耗能跑到0.15秒一个batch，GPU功耗280w。同样的4卡只能跑到0.35秒一个batch。gpu功耗150w。",
+     "step_time", {1: 0.15, 4: 0.35}),
+    # a launch flag as the count, the numbers on the line after it
+    ("https://github.com/ialhashim/DenseDepth/issues/104",
+     "i am training nyu dataset and used the tags (--gpus 1 --bs 6) on aws v100 gpu with these results:\n"
+     "**450ms/step 3803s/epoch**\ni then used the tags (--gpus 4 --bs 24) on an aws machine with aws x4 v100 and "
+     "got:\n**2s/step  3471s/epoch**",
+     "epoch_time", {1: 3803.0, 4: 3471.0}),
 ]
 
 # One count beside one number, or numbers that are not per world size: nothing is read.
