@@ -89,7 +89,7 @@ def parse(src: Source) -> list[Any]:
     lower = text.lower()
     if not any(n in lower for n in spec.tables["needs"]):
         return []
-    count_rx, multi_rx = spec.rx("count"), spec.rx("multi")
+    count_rx, multi_rx, record = spec.rx("count"), spec.rx("multi"), spec.rx("log_record")
     per_node_m = spec.rx("per_node").search(lower)
     per_node = int(per_node_m.group("n")) if per_node_m else None
     mentioned = [ws for m in count_rx.finditer(text) if (ws := _world_size(m, spec, per_node))]
@@ -98,7 +98,7 @@ def parse(src: Source) -> list[Any]:
     cap = int(spec.tables["max_line"])
     heading = (-9, 0)  # (line, world size) of the last count stated without a measure
     for no, line in enumerate(lines, 1):
-        if len(line) > cap or line.count("|") >= 2:
+        if len(line) > cap or line.count("|") >= 2 or record.match(line):
             continue
         counts = [(m.start(), m.end(), ws) for m in count_rx.finditer(line) if (ws := _world_size(m, spec, per_node))]
         if several:
