@@ -60,3 +60,17 @@ def test_the_engine_uses_it_only_when_no_rule_fired(tmp_path: Path) -> None:
     assert report.symptom == "hang_mid_run"
     assert report.causes and report.causes[0].confidence == "low"
     assert "the report's own words" in report.causes[0].summary
+
+
+# Korean and Japanese reports (the vocabulary of each symptom, written for this test): a sentence in Hangul or
+# kana is read as prose, and its words name the symptom; "단일 GPU" / "1枚" are the one-GPU side of a comparison.
+@pytest.mark.parametrize(("text", "symptom"), [
+    ("멀티 GPU로 학습하면 단일 GPU와 속도가 비슷합니다", "slow_scaling"),
+    ("DDP 학습 중 메모리 부족 에러가 발생합니다", "oom"),
+    ("체크포인트에서 학습을 재개하면 loss가 달라집니다", "resume_mismatch"),
+    ("4枚のGPUで学習すると途中で止まってしまいます", "hang_mid_run"),
+    ("複数GPUで学習すると精度が下がります", "divergence"),
+])
+def test_korean_and_japanese_sentences_name_their_symptom(text: str, symptom: str) -> None:
+    (found,) = cues.parse(Source("report.txt", text))
+    assert found.symptom == symptom
