@@ -15,7 +15,7 @@ from diagnose.vocab import CAUSES, SYMPTOMS
 
 TESTS = Path(__file__).resolve().parents[1]
 # the corpora whose cases carry a "kind"; older ones predate that field
-WITH_KIND = ("heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14")
+WITH_KIND = ("heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15", "heldout16")
 REQUIRED = ("heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
 KINDS = {"log", "metrics", "system", "config", "command", "script", "prose", "single_process"}
 SOURCE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$|^https?://\S+$")

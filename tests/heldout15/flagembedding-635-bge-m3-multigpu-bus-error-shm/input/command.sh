@@ -1,0 +1,19 @@
+!torchrun --nproc_per_node 2 \
+-m FlagEmbedding.baai_general_embedding.finetune.run \
+--output_dir ./FlagEmbedding/models/bge_m3_ddp \
+--model_name_or_path ./FlagEmbedding/models/BAAI-bge-m3 \
+--train_data ./FlagEmbedding/fine_tuning_data/all_data.jsonl \
+--learning_rate 1e-5 \
+--deepspeed ./FlagEmbedding/examples/finetune/ds_config.json \
+--gradient_checkpointing \
+--fp16 \
+--num_train_epochs 5 \
+--per_device_train_batch_size 64 \
+--dataloader_drop_last True \
+--normlized True \
+--temperature 0.02 \
+--query_max_len 512 \
+--passage_max_len 512 \
+--train_group_size 2 \
+--negatives_cross_device \
+--logging_steps 10

@@ -1,0 +1,1 @@
+sh examples/full_multi_gpu/multi_node.sh
