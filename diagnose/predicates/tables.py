@@ -50,6 +50,8 @@ class FrameEntry(BaseModel):
     cause: str
     alternatives: tuple[str, ...] = ()
     meaning: str
+    wrapped: bool = Field(False, description="a function of that name in any other file (a framework's or a "
+                          "project's wrapper, e.g. a pipeline's load_state_dict) does the same work")
 
     @field_validator("cause")
     @classmethod
@@ -78,8 +80,10 @@ class Table(BaseModel):
         return (value,) if isinstance(value, str) else value
 
     def frame(self, function: str, file: str) -> FrameEntry | None:
-        """The entry for a traceback frame (function name, file basename), if any."""
-        return next((f for f in self.frames if f.matches(function, file)), None)
+        """The entry for a traceback frame (function name, file basename), if any: the entry of that file,
+        else a ``wrapped`` entry of that name."""
+        return (next((f for f in self.frames if f.matches(function, file)), None)
+                or next((f for f in self.frames if f.wrapped and f.function == function), None))
 
     def lookup(self, value: Any) -> tuple[int, TableEntry] | None:
         """The entry a field value names: by symbolic name anywhere in it, else by its first number."""
