@@ -17,6 +17,16 @@ REPORTS = [
      "hang_at_startup", "freeze at the step of torch.nn.parallel"),
     # https://discuss.pytorch.org/t/training-hangs-on-loss-backward-with-ddp-nnodes-2-nproc-per-node-3/220127
     ("Training hangs on loss.backward() with DDP --nnodes=2 --nproc_per_node=3", "hang_mid_run", "hangs"),
+    # https://github.com/verl-project/verl/issues/2579 (a throughput measure per GPU that falls with nodes)
+    ("Hi, I'm trying using 2-node training. But the mfu for updating actor is several times lower than that of a "
+     "single node (0.17 for 2 nodes and 0.5 for sinlge node).", "slow_scaling", "mfu for updating actor"),
+    # https://github.com/lichengunc/MAttNet/issues/31 (the input pipeline costs more than the model)
+    ("When I'm training the model, in every iteration, data-loading takes about 3s while the model part only "
+     "takes 0.3s.", "slow_step", "data-loading takes"),
+    # https://github.com/NVIDIA/DALI/issues/5335 (a loss that oscillates with the number of GPUs)
+    ("I found that the inference loss and inference IOU of the training were both oscillatory, and this "
+     "oscillation was periodic. The oscillation period matches the number of GPUs I have used.", "divergence",
+     "oscillat"),
 ]
 
 
