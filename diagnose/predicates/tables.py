@@ -152,6 +152,28 @@ def code_in_table(ctx: Context, names: Sequence[str], fields: Sequence[str], tab
     return Binding(ranks_of(hits), tuple(hits[:20]), {**fields_out, "count": len(hits)})
 
 
+@predicate(binds=("code", "code_name", "meaning", "alternatives"), kinds=("log_line",))
+def signature_in_table(ctx: Context, table: str, causes: Sequence[str]) -> Binding | None:
+    """Lines of the signatures the table's entries name (an entry's ``signature``) whose entry points at one of
+    ``causes``: a code with a signature of its own but no rule of its own still maps to its table cause."""
+    tab = load_table(table)
+    hits, found = [], None
+    for code, entry in tab.codes.items():
+        name = getattr(entry, "signature", None)
+        if not name or entry.cause not in causes:
+            continue
+        lines = ctx.lines(name)
+        hits.extend(lines)
+        if lines and found is None:
+            found = (code, entry)
+    if found is None:
+        return None
+    code, entry = found
+    return Binding(ranks_of(hits), tuple(hits[:20]), {
+        "code": code, "code_name": entry.name, "meaning": entry.meaning or entry.text or entry.name,
+        "alternatives": ", ".join(entry.alternatives), "count": len(hits)})
+
+
 FRAME_GAP = 6  # lines between two frames of one traceback (source line, carets, locals)
 
 
