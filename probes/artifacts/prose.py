@@ -71,14 +71,18 @@ def _measures(line: str, spec: FamilySpec) -> list[tuple[int, str, float]]:
 
 
 def _nearest(counts: list[tuple[int, int, int]], pos: int, breaks: list[int]) -> int:
-    """The world size of the nearest count in the measure's clause, else the nearest count on the line."""
+    """The world size of the nearest count in the measure's clause, else of the last count stated before it (a
+    count comes before its numbers: "单机多卡...训练时，batch time为0.37s"), else the nearest count on the line."""
     def clause(p: int) -> int:
         return sum(b < p for b in breaks)
 
     def gap(c: tuple[int, int, int]) -> int:
         return pos - c[1] if c[1] <= pos else c[0] - pos
     same = [c for c in counts if clause(c[0]) == clause(pos)]
-    return min(same or counts, key=gap)[2]
+    if same:
+        return min(same, key=gap)[2]
+    before = [c for c in counts if c[1] <= pos]
+    return max(before)[2] if before else min(counts, key=gap)[2]
 
 
 def parse(src: Source) -> list[Any]:
