@@ -100,7 +100,7 @@ def parse(src: Source) -> list[Any]:
     several = max((n for n in mentioned if n > 1), default=None)  # what "multi-GPU" means in this text
     found: dict[str, list[Row]] = defaultdict(list)
     cap = int(spec.tables["max_line"])
-    heading = (-9, 0)  # (line, world size) of the last count stated without a measure
+    heading = (-9, 0)  # (line, world size) of the last count stated: numbers on the next two lines may be its
     for no, line in enumerate(lines, 1):
         if len(line) > cap or line.count("|") >= 2 or record.match(line):
             continue
