@@ -146,10 +146,14 @@ def code_in_table(ctx: Context, names: Sequence[str], fields: Sequence[str], tab
         return None
     fields_out: dict[str, Any] = {"code": "?", "code_name": "an unknown code", "meaning": "?", "alternatives": ""}
     if found is not None:
-        code, entry = found
-        fields_out = {"code": code, "code_name": entry.name, "meaning": entry.meaning or entry.text or entry.name,
-                      "alternatives": ", ".join(entry.alternatives)}
+        fields_out = _entry_fields(*found)
     return Binding(ranks_of(hits), tuple(hits[:20]), {**fields_out, "count": len(hits)})
+
+
+def _entry_fields(code: int, entry: TableEntry) -> dict[str, Any]:
+    """What a rule's message may cite of a table entry: its code, name, meaning and alternatives."""
+    return {"code": code, "code_name": entry.name, "meaning": entry.meaning or entry.text or entry.name,
+            "alternatives": ", ".join(entry.alternatives)}
 
 
 @predicate(binds=("code", "code_name", "meaning", "alternatives"), kinds=("log_line",))
@@ -168,10 +172,7 @@ def signature_in_table(ctx: Context, table: str, causes: Sequence[str]) -> Bindi
             found = (code, entry)
     if found is None:
         return None
-    code, entry = found
-    return Binding(ranks_of(hits), tuple(hits[:20]), {
-        "code": code, "code_name": entry.name, "meaning": entry.meaning or entry.text or entry.name,
-        "alternatives": ", ".join(entry.alternatives), "count": len(hits)})
+    return Binding(ranks_of(hits), tuple(hits[:20]), {**_entry_fields(*found), "count": len(hits)})
 
 
 FRAME_GAP = 6  # lines between two frames of one traceback (source line, carets, locals)
