@@ -23,6 +23,8 @@ except ImportError:  # pragma: no cover - other Pythons
 
 MIN_LITERAL = 5   # a shorter factor is frequent in ordinary lines: the regex itself scans better
 MAX_STRINGS = 32  # expansions of a factor (alternatives times classes) kept as literals
+MAX_UNION = 256   # literals of an alternation's branches together (Hyperscan's literal matcher takes thousands)
+MAX_OPTIONAL = 3  # a repeat of at most this many copies is expanded ('s?', '(?:gpu )?', '-{1,2}')
 _OPENING_REPEAT = re.compile(r"^((?:\(\?[a-z]+\))?(?:\(\?:)?)(\\[dSsw]|\[(?:\\.|[^\]\\])+\])\{(\d+),\d+\}")
 
 _INLINE_CASELESS = re.compile(r"\(\?[a-zA-Z]*i")
@@ -75,7 +77,7 @@ def _candidates(items: list[Any]) -> list[Factor]:
 
     def flush() -> None:
         if run != {""}:
-            out.append((min(map(len, run)), frozenset(run)))
+            out.append((min(map(_size, run)), frozenset(run)))
 
     for op, av in items:
         lang = _language([(op, av)])
@@ -92,7 +94,7 @@ def _candidates(items: list[Any]) -> list[Factor]:
             alts = [_best(list(branch)) for branch in av[1]]
             if all(alts):
                 strings = frozenset(s for alt in alts if alt for s in alt[1])
-                if len(strings) <= MAX_STRINGS:
+                if len(strings) <= MAX_UNION:
                     out.append((min(alt[0] for alt in alts if alt), strings))
         elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) and av[0] >= 1:
             out += _candidates(list(av[2]))
@@ -119,12 +121,33 @@ def _language(items: list[Any]) -> set[str] | None:
                 if lang is None:
                     return None
                 part |= lang
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) and av[1] <= MAX_OPTIONAL:
+            part = _repeated(_language(list(av[2])), av[0], av[1])  # 'contexts?', '(?:gpu )?', '-{1,2}'
         else:
             return None
         if part is None or len(part) * len(out) > MAX_STRINGS:
             return None
         out = {a + b for a in out for b in part}
     return out
+
+
+def _size(text: str) -> int:
+    """Bytes of ``text`` as the scan sees it (UTF-8): a Chinese phrase of four characters is twelve."""
+    return len(text.encode())
+
+
+def _repeated(lang: set[str] | None, low: int, high: int) -> set[str] | None:
+    """The strings of ``lang`` repeated ``low`` to ``high`` times, when they are few."""
+    if lang is None:
+        return None
+    out, power = ({""} if low == 0 else set()), {""}
+    for count in range(1, high + 1):
+        power = {a + b for a in power for b in lang}
+        if len(power) > MAX_STRINGS:
+            return None
+        if count >= low:
+            out |= power
+    return out if len(out) <= MAX_STRINGS else None
 
 
 def _class_chars(av: Any) -> set[str] | None:

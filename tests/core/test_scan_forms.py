@@ -31,6 +31,12 @@ NOISE = (
     (r"[Ss]aving checkpoint", False, r"Saving\ checkpoint|saving\ checkpoint"),
     (r"\S{1,256}\.(?:cc|h):\d+ -> \d+", False, r"\S\.(?:cc|h):\d+ -> \d+"),  # no long factor: the regex
     (r"(?i)cuda error", False, r"(?i)cuda error"),  # a caseless part keeps its regex
+    # optional parts and short repeats are expanded: 'contexts?' and '(?:gpu )?' stay inside one factor
+    (r"(?:extra|more) (?:gpu )?contexts? on \d", False,
+     "|".join(f"{w}\\ {g}context{s}\\ on\\ " for w in ("extra", "more") for g in ("", "gpu\\ ") for s in ("", "s"))),
+    # a factor's length is counted in UTF-8 bytes: four Chinese characters are a long enough literal
+    (r"(?:每个进程|各个进程)[^\n]{0,30}?卡|memory used by (?:the )?ranks", False,
+     r"memory\ used\ by\ ranks|memory\ used\ by\ the\ ranks|各个进程|每个进程"),
 ])
 def test_forms_are_the_longest_required_literals(detect, caseless, form):
     assert scan_form(detect, caseless) == form
