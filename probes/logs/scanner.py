@@ -192,12 +192,13 @@ class Scanner:
         buf, base = st.buf, st.base
 
         def seg_start(end: int) -> int:
-            """Start of the line that holds the byte before ``end`` (amortised linear)."""
+            """Start of the line that holds the byte before ``end`` (amortised linear; the scanned bytes hold
+            no CR, _feed made each one a LF)."""
             stop = end - 1
             if stop > st.brk_searched:
                 a = max(st.brk_searched, base) - base
                 b = stop - base
-                brk = max(buf.rfind(b"\n", a, b), buf.rfind(b"\r", a, b))
+                brk = buf.rfind(b"\n", a, b)
                 if brk >= 0:
                     st.brk = base + brk + 1
                 st.brk_searched = stop
@@ -394,12 +395,13 @@ def _count_newlines(data: bytes, lo: int, hi: int) -> int:
 
 
 def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
-    """The hit line (up to its ``\n`` or ``\r``), or on a very long line the MAX_LINE bytes around the match."""
+    """The hit line (up to its ``\n``: a CR was made one before the scan), or on a very long line the MAX_LINE
+    bytes around the match."""
     lo = start if match_end - start <= MAX_LINE // 2 else match_end - MAX_LINE // 2
     lo = max(lo, base) - base
     limit = min(len(buf), lo + MAX_LINE)
-    cut = [i for i in (buf.find(b"\n", match_end - base, limit), buf.find(b"\r", match_end - base, limit)) if i >= 0]
-    hi = min(cut) if cut else limit
+    cut = buf.find(b"\n", match_end - base, limit)
+    hi = cut if cut >= 0 else limit
     return buf[lo:hi].decode("utf-8", "replace")
 
 
