@@ -20,17 +20,18 @@ __all__ = ["parse", "score_lines", "BASIS"]
 BASIS = "the report's own words"
 
 
-Cue = tuple[str, re.Pattern[str], int, bool | None, tuple[str, ...], bool]
+Cue = tuple[str, re.Pattern[str], int, bool | None, tuple[str, ...], bool | None]
 _COMPILED: dict[int, list[Cue]] = {}
 
 
 def _cues(spec: FamilySpec) -> list[Cue]:
     """(symptom, cue regex, weight, needs a multi-GPU report, the symptoms whose cues silence it, needs a report
     that sets several devices against one) of every cue, compiled once per spec; a cue with ``fallback``
-    symptoms counts only when none of them has a cue of its own."""
+    symptoms counts only when none of them has a cue of its own. ``multi`` and ``contrast`` are true (needed),
+    false (counts only without it) or absent (either way)."""
     if id(spec) not in _COMPILED:
         _COMPILED[id(spec)] = [(symptom, re.compile(c["cue"], re.IGNORECASE | re.ASCII), int(c["weight"]),
-                                c.get("multi"), tuple(c.get("fallback", ())), bool(c.get("contrast")))
+                                c.get("multi"), tuple(c.get("fallback", ())), c.get("contrast"))
                                for symptom, cues in spec.tables["symptoms"].items() for c in cues]
     return _COMPILED[id(spec)]
 
@@ -80,7 +81,7 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
         for no, text in lines:
             for symptom, rx, weight, needs_multi, silenced_by, needs_contrast in every:
                 if bool(silenced_by) != fallbacks or (needs_multi is not None and needs_multi != multi) \
-                        or (needs_contrast and not contrast):
+                        or (needs_contrast is not None and needs_contrast != contrast):
                     continue
                 if fallbacks and any(s in found and not found[s][4] for s in silenced_by):
                     continue

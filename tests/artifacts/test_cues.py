@@ -52,6 +52,17 @@ def test_words_that_need_several_gpus_count_only_in_a_multi_gpu_report() -> None
     assert [e.symptom for e in one] == ["slow_step"] and [e.symptom for e in many] == ["slow_scaling"]
 
 
+def test_an_absolute_duration_is_a_slow_step_unless_the_report_compares_device_counts() -> None:
+    """'contrast: false': a duration or rate with nothing set against it is the step's own slowness, whatever the
+    number of GPUs; the same words beside a one-GPU figure are a scaling comparison."""
+    alone = cues.parse(Source("a.txt", "It takes around 2 hours 30 mins for a single epoch with 6 V100 GPUs."))
+    eta = cues.parse(Source("e.txt", "On 8 GPUs the ETA is shown as approx 30 days."))
+    compared = cues.parse(Source("c.txt", "With 1 GPU an epoch takes 2 hours, with 4 GPUs an epoch takes 1.5 hours."))
+    assert [e.symptom for e in alone] == ["slow_step"] and "2 hours 30 mins" in alone[0].basis
+    assert [e.symptom for e in eta] == ["slow_step"]
+    assert [e.symptom for e in compared] == ["slow_scaling"]
+
+
 def test_after_a_resume_the_loss_jump_is_the_resume_symptom() -> None:
     (found,) = cues.parse(Source("r.txt", "After resuming from the checkpoint, the loss jumps back up to where it started."))
     assert found.symptom == "resume_mismatch"
