@@ -95,3 +95,33 @@ def test_the_engine_uses_it_only_when_no_rule_fired(tmp_path: Path) -> None:
 def test_korean_and_japanese_sentences_name_their_symptom(text: str, symptom: str) -> None:
     (found,) = cues.parse(Source("report.txt", text))
     assert found.symptom == symptom
+
+
+@pytest.mark.parametrize(("text", "symptom"), [
+    # slowness of the step itself, stated as a measure with nothing to compare it with
+    ("Each run gives 12.5 ms per training step on the 8-GPU node.", "slow_step"),
+    ("The iteration time keeps increasing as training goes on.", "slow_step"),
+    ("Epoch times vary from 40 to 120 seconds on the same machine.", "slow_step"),
+    ("训练10个steps需要15分钟", "slow_step"),
+    # a multi-node run called slow: the network between the nodes comes first
+    ("Training on two nodes is extremely slow with ZeRO-3.", "slow_scaling"),
+    # a typed contraction without its apostrophe
+    ("Training doesnt get any faster with 4 GPUs than with 1 GPU.", "slow_scaling"),
+    # a hang placed in the run: before validation, after a phase that worked, after several batches (Chinese)
+    ("DDP training hangs before the first evaluation.", "hang_mid_run"),
+    ("The first few epochs run fine, but then the job gets stuck.", "hang_mid_run"),
+    ("训练了几个epoch后卡住不动", "hang_mid_run"),
+    # a loss that grows large or never comes down, a loss scaled by a setting, a plateau
+    ("The loss becomes very large after a while and never comes down.", "divergence"),
+    ("With accumulation the reported loss is multiplied by the number of steps.", "divergence"),
+    ("The run plateaued early although the loss looked healthy.", "divergence"),
+    ("The job died with a bus error in a data loader worker.", "crash"),
+])
+def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
+    (found,) = cues.parse(Source("report.txt", text))
+    assert found.symptom == symptom, found
+
+
+def test_frozen_parts_of_a_model_are_no_hang() -> None:
+    found = cues.parse(Source("r.txt", "We train the adapter with a frozen backbone and frozen embeddings on 8 GPUs."))
+    assert all(e.symptom not in ("hang_at_startup", "hang_mid_run") for e in found)
