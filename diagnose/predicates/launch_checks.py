@@ -332,6 +332,18 @@ def _code_dataparallel(ctx: Context) -> Binding | None:
     return None
 
 
+def _code_dataparallel_alone(ctx: Context) -> Binding | None:
+    """nn.DataParallel in a script that runs as one process: every step it replicates the model to each GPU, scatters
+    the batch over them and gathers the outputs, in one Python process (threads under the GIL)."""
+    if _code_dataparallel(ctx) is not None:
+        return None
+    for spec in _code(ctx, "wrapper"):
+        if spec.wrapper == "DataParallel":
+            return bind([spec], launcher="code", procs=1, devices="all", where="nn.DataParallel in one process",
+                        detail=spec.text or "")
+    return None
+
+
 def _trainer_vs_slurm(ctx: Context) -> Binding | None:
     """Lightning's Trainer(devices=, num_nodes=) disagrees with the Slurm allocation: under Slurm, Lightning takes
     its ranks from srun, and devices must equal --ntasks-per-node and num_nodes --nodes (Lightning's docs,
@@ -376,6 +388,7 @@ CHECKS = {
     "code_world_size_differs": _code_world_size,
     "code_device_from_global_rank": _code_device_global,
     "code_dataparallel_under_launch": _code_dataparallel,
+    "code_dataparallel_one_process": _code_dataparallel_alone,
     "code_loader_without_sampler": _code_loader_unsharded,
     "trainer_layout_vs_slurm": _trainer_vs_slurm,
 }
@@ -387,7 +400,8 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
     rdzv_endpoint_without_port, procs_exceed_world; a script's own calls: code_rank_fixed, code_world_size_differs,
-    code_device_from_global_rank, code_dataparallel_under_launch, code_loader_without_sampler, trainer_layout_vs_slurm."""
+    code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
+    code_loader_without_sampler, trainer_layout_vs_slurm."""
     if check not in CHECKS:
         raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
     return CHECKS[check](ctx)
