@@ -117,6 +117,15 @@ def test_rank_on_own_gpu_and_gpu0_is_not_shared() -> None:
     assert names.get("gpu_pids_on_several_gpus") == 1 and "gpu_shared_by_processes" not in names
 
 
+def test_process_rows_pasted_without_their_header() -> None:
+    """A paste of the Processes table's rows alone (no 'Process name' header) is still read; a GPU row is not."""
+    rows = [f"|    0   N/A  N/A   {pid}      C   python train.py        871MiB |" for pid in (200, 201, 202)]
+    names = {f.name: f.value for f in parse("smi.txt", "\n".join(rows))[0] if f.kind == "system_fact"}
+    assert names.get("gpu_shared_by_processes") == 3
+    gpu_rows = "| N/A   33C    P0    61W /  400W |   40962MiB /  81920MiB |     97%      Default |"
+    assert not [f for f in parse("smi.txt", gpu_rows)[0] if f.kind == "system_fact" and "process" in f.name]
+
+
 def test_shm_topology_and_cuda_build_from_wheel() -> None:
     assert facts("docs/df_shm_docker.txt")["shm_size"] == 64 * 1024 * 1024
     phb = facts("docs/topo_phb.txt")

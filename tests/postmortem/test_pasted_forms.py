@@ -199,6 +199,17 @@ def test_rank_is_read_through_colour_and_stacked_prefixes(tmp_path: Path) -> Non
     assert rank_from_line(rec["text"]) == 5
 
 
+def test_rank_of_an_icefall_style_logger_prefix(tmp_path: Path) -> None:
+    """icefall's setup_logger writes '(rank/world_size)' after the file:line of each record."""
+    path = tmp_path / "train.log"
+    path.write_bytes(b"2023-04-13 16:00:05,621 INFO [trainer.py:650] (5/8) Reaches end of dataloader.\n"
+                     b"2023-04-13 16:00:07,001 ERROR [train.py:12] (3/8) ValueError: bad shard 7\n")
+    (rec,) = [r for r in _records(path) if r["signature"] == "python_exception"]
+    assert (rec["rank"], rec["line"]) == (3, 2)
+    assert rank_from_line("2023-04-13 16:00:05,621 INFO [data.py:9] (12/8) x") == 12
+    assert rank_from_line("2023-04-13 16:00:05,621 INFO [trainer.py:650] loss (5/8) of runs") is None
+
+
 def test_tqdm_redraws_keep_line_numbers(tmp_path: Path) -> None:
     path = tmp_path / "bar.log"
     path.write_bytes(f"one\n{pf.TQDM}\r{pf.TQDM}\rRuntimeError: CUDA error: invalid device ordinal\nthree\n"
