@@ -1,0 +1,1 @@
+accelerate launch --mixed_precision="fp16" --multi_gpu train_unconditional.py   --dataset_name=""   --resolution=512--output_dir=""   --train_batch_size=1   --num_epochs=100   --gradient_accumulation_steps=1   --learning_rate=1e-5   --lr_warmup_steps=500   --mixed_precision="fp16"
