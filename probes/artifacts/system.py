@@ -8,6 +8,8 @@ py-spy/gdb dumps and ps listings are read as tables. A file is only searched for
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -49,6 +51,7 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
     line_rules = [r for r in spec.tables["line_facts"] if r["pattern"] in active]
     envs = "env_torch" in active
     packages = "package" in active
+    hf_env = "hf_env_version" in active
     ulimit = "ulimit_line" in active
     ib = "ib_state" in active
     ib_states: Counter[str] = Counter()
@@ -74,6 +77,10 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
         if packages and (m := spec.rx("package").match(line)):
             facts.add("packages", spec.tables["packages"].get(m.group("pkg"), f"{m.group('pkg')}_version"),
                       m.group("ver"), no, text=line.strip())
+        if hf_env and (m := spec.rx("hf_env_version").match(line)):
+            pkg = m.group("pkg")
+            facts.add("env", spec.tables["packages"].get(pkg, f"{pkg.lower()}_version"), m.group("ver"), no,
+                      text=line.strip())
         if ulimit and (m := spec.rx("ulimit_line").match(line)):
             name = spec.tables["ulimit"].get(m.group("flag"))
             if name:
@@ -301,7 +308,20 @@ def parse(src: Source) -> list[SystemFact]:
     _tables(src, spec, active, facts)
     _cuda_of_build(facts)
     _available_share(facts)
+    _prereleases(spec, facts)
     return facts.items
+
+
+def _prereleases(spec: FamilySpec, facts: _Facts) -> None:
+    """One fact naming the installed framework builds that are pre-releases or nightlies (PEP 440 dev/a/b/rc parts,
+    a nightly date, a git local version): code that no release has shipped yet."""
+    pattern = re.compile(spec.tables["prerelease_pattern"], re.IGNORECASE)
+    wanted = set(spec.tables["prerelease_packages"])
+    found = [f for f in facts.items if f.name in wanted and pattern.search(str(f.value))]
+    if found:
+        line = found[0].provenance.line - facts.src.line_offset if found[0].provenance.line is not None else None
+        facts.add(found[0].tool, "prerelease_packages", len(found), line, text=found[0].text,
+                  detail=", ".join(f"{f.name.removesuffix('_version')} {f.value}" for f in found))
 
 
 def _available_share(facts: _Facts) -> None:

@@ -137,3 +137,18 @@ def test_shm_topology_and_cuda_build_from_wheel() -> None:
 def test_free_available_share() -> None:
     assert facts("real/free.txt")["host_mem_available_share"] == 0.913
     assert facts("docs/free_nearly_full.txt")["host_mem_available_share"] == round(3 / 503, 4)
+
+
+def test_hf_env_block_versions_and_prereleases() -> None:
+    """`transformers-cli env` lines give versions; dev/nightly builds are counted, an NGC snapshot is not."""
+    text = "\n".join([
+        "- `transformers` version: 4.41.0.dev0",
+        "- Accelerate version: 0.30.1",
+        "- PyTorch version (GPU?): 2.4.0.dev20240516+cu118 (True)",
+    ])
+    names = {f.name: f for f in parse("env.txt", text)[0] if f.kind == "system_fact"}
+    assert names["transformers_version"].value == "4.41.0.dev0" and names["accelerate_version"].value == "0.30.1"
+    assert names["prerelease_packages"].value == 2 and "torch 2.4.0.dev20240516+cu118" in names["prerelease_packages"].detail
+    ngc = {f.name: f.value for f in parse("env.txt", "- PyTorch version (GPU?): 2.2.0a0+81ea7a4 (True)")[0]
+           if f.kind == "system_fact"}
+    assert ngc["torch_version"] == "2.2.0a0+81ea7a4" and "prerelease_packages" not in ngc
