@@ -9,7 +9,6 @@ py-spy/gdb dumps and ps listings are read as tables. A file is only searched for
 from __future__ import annotations
 
 import re
-
 from collections import Counter, defaultdict
 from typing import Any
 
