@@ -101,7 +101,9 @@ def test_hostile_text_is_linear() -> None:
     started = time.perf_counter()
     for line in lines:
         _code("\n".join([line] * 50))
-    assert time.perf_counter() - started < 5.0
+    # a guard against catastrophic backtracking (which takes minutes to hours on these lines), not a benchmark: the
+    # bound is loose so that a loaded 2-core machine (about 5 s here) does not fail it
+    assert time.perf_counter() - started < 30.0
 
 
 @pytest.mark.parametrize(
