@@ -293,6 +293,30 @@ def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any
     return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
 
 
+@predicate(binds=("before", "after", "expected"), kinds=("log_line",))
+def next_value_differs(ctx: Context, first: str, then: str, field: str = "step", offset: int = 1) -> Binding | None:
+    """A line of ``then`` whose ``field`` is not ``offset`` more than the ``field`` of the nearest line of ``first``
+    before it, in the same file and rank with no other ``then`` line between (e.g. the step training starts at
+    after a checkpoint load is not the loaded step + 1). A ``first`` line without the field pairs with nothing."""
+    groups: dict[tuple[Any, Any], list[tuple[int, int, Any]]] = {}
+    for order, name in enumerate((first, then)):
+        for line in ctx.lines(name):
+            key = (line.provenance.source, line.rank)
+            groups.setdefault(key, []).append((line.provenance.line or 0, order, line))
+    for items in groups.values():
+        pending = None
+        for _, order, line in sorted(items, key=lambda t: (t[0], t[1])):
+            if order == 0:
+                pending = line
+                continue
+            earlier, pending = pending, None
+            before, after = (earlier.fields.get(field) if earlier else None), line.fields.get(field)
+            if isinstance(before, int) and isinstance(after, int) and after != before + offset:
+                return Binding(ranks_of([line]), (earlier, line),
+                               {"before": before, "after": after, "expected": before + offset})
+    return None
+
+
 @predicate(binds=("exc_type", "message", "where"), kinds=("log_line",))
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
                          uncaught_only: bool = False, only_unexplained: bool = False,
