@@ -20,8 +20,9 @@ USES_SIGNATURES = frozenset({
 })
 @predicate(binds=("signature", "frames", "message", "seq", "op", "name", "module"), kinds=("log_line",))
 def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | None = None,
-                  frames_any: Sequence[str] = (), min_count: int = 1) -> Binding | None:
-    """Log lines matched one of the named signatures (optionally with field values and traceback frames)."""
+                  frames_any: Sequence[str] = (), min_count: int = 1, latest: bool = False) -> Binding | None:
+    """Log lines matched one of the named signatures (optionally with field values and traceback frames); the
+    fields are the earliest line's, or with ``latest`` the last one's (a progress bar's furthest position)."""
     hits = []
     for name in names:
         for line in ctx.lines(name):
@@ -33,9 +34,9 @@ def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | No
     if len(hits) < min_count:
         return None
     hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
-    first = hits[0]
+    first = hits[-1] if latest else hits[0]
     fields = {**first.fields, "signature": first.signature, "count": len(hits)}
-    return Binding(ranks_of(hits), tuple(hits[:50]), fields)
+    return Binding(ranks_of(hits), tuple(hits[-50:] if latest else hits[:50]), fields)
 
 
 @predicate(binds=("total", "free", "own", "elsewhere", "signature"), kinds=("log_line",))
