@@ -223,7 +223,10 @@ class LaunchSpec(_Evidence):
                                                        "(set_device, cuda:{...}, device_ids)")
     device_scope: str | None = Field(None, description="local or global: whether device_index is a per-node index")
     loader_sampler: str | None = Field(None, description="a shuffling training DataLoader's sampler as written; "
-                                                         "'none' when it has none and no sharding sampler is named")
+                                                         "'none' when it has none and no sharding sampler is named; "
+                                                         "for Lightning's Trainer its use_distributed_sampler / "
+                                                         "replace_sampler_ddp as written (', own' when the script "
+                                                         "builds a sharding sampler itself)")
 
     @property
     def processes(self) -> int | None:

@@ -371,6 +371,22 @@ def _code_loader_unsharded(ctx: Context) -> Binding | None:
     return None
 
 
+def _trainer_sampler_off(ctx: Context) -> Binding | None:
+    """Lightning's Trainer(use_distributed_sampler=False) (replace_sampler_ddp=False before 2.0) on more than one
+    device, and the script builds no sharding sampler of its own: Lightning adds no DistributedSampler, so every
+    process iterates the whole dataset (the Trainer's docs: pass False "and add your own distributed sampler").
+    Quiet for Trainer(devices=1) on one node."""
+    for spec in ctx.of("launch_spec"):
+        flag = spec.loader_sampler or ""
+        if spec.launcher != "code" or spec.wrapper != "lightning" or not flag.endswith("=False"):
+            continue
+        if spec.procs_per_node == 1 and (spec.nodes or 1) == 1:
+            continue
+        return bind([spec], launcher="lightning", procs=spec.procs_per_node or "every", devices="the whole dataset",
+                    where=f"Trainer({flag}) and builds no DistributedSampler itself", detail=spec.text or "")
+    return None
+
+
 CHECKS = {
     "procs_fewer_than_visible": _fewer_than_visible,
     "threads_oversubscribe": _threads_oversubscribe,
@@ -391,6 +407,7 @@ CHECKS = {
     "code_dataparallel_one_process": _code_dataparallel_alone,
     "code_loader_without_sampler": _code_loader_unsharded,
     "trainer_layout_vs_slurm": _trainer_vs_slurm,
+    "trainer_sampler_disabled": _trainer_sampler_off,
 }
 
 
@@ -401,7 +418,8 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
     rdzv_endpoint_without_port, procs_exceed_world; a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
-    code_loader_without_sampler, trainer_layout_vs_slurm."""
+    code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no
+    DistributedSampler, with none of the script's own)."""
     if check not in CHECKS:
         raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
     return CHECKS[check](ctx)

@@ -20,8 +20,9 @@ USES_SIGNATURES = frozenset({
 })
 @predicate(binds=("signature", "frames", "message", "seq", "op", "name", "module"), kinds=("log_line",))
 def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | None = None,
-                  frames_any: Sequence[str] = (), min_count: int = 1) -> Binding | None:
-    """Log lines matched one of the named signatures (optionally with field values and traceback frames)."""
+                  frames_any: Sequence[str] = (), min_count: int = 1, latest: bool = False) -> Binding | None:
+    """Log lines matched one of the named signatures (optionally with field values and traceback frames); the
+    fields are the earliest line's, or with ``latest`` the last one's (a progress bar's furthest position)."""
     hits = []
     for name in names:
         for line in ctx.lines(name):
@@ -33,9 +34,9 @@ def has_signature(ctx: Context, names: Sequence[str], where: dict[str, Any] | No
     if len(hits) < min_count:
         return None
     hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
-    first = hits[0]
+    first = hits[-1] if latest else hits[0]
     fields = {**first.fields, "signature": first.signature, "count": len(hits)}
-    return Binding(ranks_of(hits), tuple(hits[:50]), fields)
+    return Binding(ranks_of(hits), tuple(hits[-50:] if latest else hits[:50]), fields)
 
 
 @predicate(binds=("total", "free", "own", "elsewhere", "signature"), kinds=("log_line",))
@@ -291,6 +292,30 @@ def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any
     if len(values) < 2:
         return None
     return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
+
+
+@predicate(binds=("before", "after", "expected"), kinds=("log_line",))
+def next_value_differs(ctx: Context, first: str, then: str, field: str = "step", offset: int = 1) -> Binding | None:
+    """A line of ``then`` whose ``field`` is not ``offset`` more than the ``field`` of the nearest line of ``first``
+    before it, in the same file and rank with no other ``then`` line between (e.g. the step training starts at
+    after a checkpoint load is not the loaded step + 1). A ``first`` line without the field pairs with nothing."""
+    groups: dict[tuple[Any, Any], list[tuple[int, int, Any]]] = {}
+    for order, name in enumerate((first, then)):
+        for line in ctx.lines(name):
+            key = (line.provenance.source, line.rank)
+            groups.setdefault(key, []).append((line.provenance.line or 0, order, line))
+    for items in groups.values():
+        pending = None
+        for _, order, line in sorted(items, key=lambda t: (t[0], t[1])):
+            if order == 0:
+                pending = line
+                continue
+            earlier, pending = pending, None
+            before, after = (earlier.fields.get(field) if earlier else None), line.fields.get(field)
+            if isinstance(before, int) and isinstance(after, int) and after != before + offset:
+                return Binding(ranks_of([line]), (earlier, line),
+                               {"before": before, "after": after, "expected": before + offset})
+    return None
 
 
 @predicate(binds=("exc_type", "message", "where"), kinds=("log_line",))

@@ -133,7 +133,7 @@ def parse(src: Source) -> list[LaunchSpec]:
         return []
     lines = code_lines(src)
     found: dict[str, Any] = {}
-    ddp = shard = False
+    ddp = shard = own_shard = False
     loaders: list[tuple[int, dict[str, str]]] = []
     for i, (no, line) in enumerate(lines):
         ddp = (
@@ -142,6 +142,7 @@ def parse(src: Source) -> list[LaunchSpec]:
             and bool(spec.rx("ddp_named").search(line))
         )
         shard = shard or bool(spec.rx("shard_sampler").search(line))
+        own_shard = own_shard or "Sampler(" in line and bool(spec.rx("own_shard_sampler").search(line))
         for k, m in enumerate(spec.rx("call_start").finditer(line)):
             if k >= _CALLS_PER_LINE or _in_string(line, m.start()):
                 continue
@@ -162,12 +163,14 @@ def parse(src: Source) -> list[LaunchSpec]:
             elif call == "Trainer" and "trainer" not in found:
                 kw = _kwargs(text, spec)
                 devices = kw.get("devices", kw.get("gpus", ""))
-                if devices.isdigit() or kw.get("num_nodes", "").isdigit():
+                flag = next((f"{k}={kw[k]}" for k in ("use_distributed_sampler", "replace_sampler_ddp") if k in kw), None)
+                if devices.isdigit() or kw.get("num_nodes", "").isdigit() or flag:
                     found["trainer"] = (
                         no,
                         to_int(devices) if devices.isdigit() else None,
                         to_int(kw["num_nodes"]) if kw.get("num_nodes", "").isdigit() else None,
                         text,
+                        flag,
                     )
             elif call == "DataLoader":
                 loaders.append((no, _kwargs(text, spec)))
@@ -191,8 +194,10 @@ def parse(src: Source) -> list[LaunchSpec]:
         no, expr, where, text = found["device"]
         spec_at(no, text, device_index=expr, device_scope=where)
     if "trainer" in found:  # Lightning's Trainer(devices=, num_nodes=): processes per node and nodes
-        no, devices, nodes, text = found["trainer"]
-        spec_at(no, text, wrapper="lightning", procs_per_node=devices, nodes=nodes)
+        no, devices, nodes, text, flag = found["trainer"]
+        # use_distributed_sampler / replace_sampler_ddp as written; "own" when the script builds a sharding sampler
+        sampler = None if flag is None else (f"{flag}, own" if own_shard else flag)
+        spec_at(no, text, wrapper="lightning", procs_per_node=devices, nodes=nodes, loader_sampler=sampler)
     if "dp" in found and not ddp:
         no, text = found["dp"]
         spec_at(no, text, wrapper="DataParallel")

@@ -120,3 +120,38 @@ def test_hostile_text_is_linear() -> None:
 def test_onmt_gpu_ranks_are_counted(command: str, world: int, procs: int) -> None:
     (spec,) = [e for e in parse("train.sh", command)[0] if e.kind == "launch_spec"]
     assert (spec.launcher, spec.world_size, spec.procs_per_node) == ("onmt_train", world, procs)
+
+
+_LIGHTNING = """import lightning as L
+class DM(L.LightningDataModule):
+    def train_dataloader(self):
+        sampler = {sampler}(self.train_set.labels)
+        return DataLoader(self.train_set, batch_size=64, sampler=sampler)
+
+trainer = L.Trainer(
+    accelerator="gpu",
+    devices={devices},
+    {flag}=False,
+)
+"""
+
+
+@pytest.mark.parametrize("flag", ["use_distributed_sampler", "replace_sampler_ddp"])
+def test_lightning_sampler_flag_is_read(flag: str) -> None:
+    (spec,) = _code(_LIGHTNING.format(sampler="BalancedClassSampler", devices=4, flag=flag))
+    assert (spec.wrapper, spec.procs_per_node, spec.loader_sampler) == ("lightning", 4, f"{flag}=False")
+    (own,) = _code(_LIGHTNING.format(sampler="DistributedSampler", devices=4, flag=flag))
+    assert own.loader_sampler == f"{flag}=False, own"
+
+
+@pytest.mark.parametrize(
+    ("sampler", "devices", "fires"),
+    [("BalancedClassSampler", 4, True), ("BalancedClassSampler", 1, False), ("DistributedWeightedSampler", 4, False)],
+)
+def test_lightning_sampler_disabled_end_to_end(tmp_path: Path, sampler: str, devices: int, fires: bool) -> None:
+    (tmp_path / "train.py").write_text(
+        _LIGHTNING.format(sampler=sampler, devices=devices, flag="use_distributed_sampler"))
+    report = run_logs([tmp_path], symptom="slow_scaling")
+    top = report.causes[0] if report.causes else None
+    hit = top is not None and top.id == "sampler_misconfig" and top.confidence == "medium"
+    assert hit is fires, [(c.id, c.confidence) for c in report.causes]

@@ -66,3 +66,23 @@ def test_repr_and_type_last_forms_count_as_exceptions() -> None:
                         fields={"exc_type": "ValueError", "message": "'x'"})
     b = _call("ranks_with_own_error", [repr_line])
     assert b is not None and b.ranks == frozenset({3})
+
+
+def _step(signature: str, step: int | None, line: int, rank: int | None = 0) -> LogLine:
+    return LogLine(signature=signature, rank=rank, text=signature, fields={} if step is None else {"step": step},
+                   provenance=Provenance(probe="logs", source="train.log", line=line))
+
+
+def test_next_value_differs_pairs_each_start_with_the_load_before_it() -> None:
+    params = {"first": "torchtitan_checkpoint_loading", "then": "torchtitan_training_starts"}
+    load, start = params["first"], params["then"]
+    b = _call("next_value_differs", [_step(load, 45, 10), _step(start, 26, 14)], **params)
+    assert b is not None and (b.fields["before"], b.fields["after"], b.fields["expected"]) == (45, 26, 46)
+    assert b.ranks == frozenset({0})
+    assert _call("next_value_differs", [_step(load, 45, 10), _step(start, 46, 14)], **params) is None
+    # a fresh start later in the same file pairs with no load; a load without a step pairs with nothing
+    assert _call("next_value_differs", [_step(load, 45, 10), _step(start, 46, 14), _step(start, 1, 90)],
+                 **params) is None
+    assert _call("next_value_differs", [_step(load, None, 10), _step(start, 1, 14)], **params) is None
+    # other ranks' lines do not pair
+    assert _call("next_value_differs", [_step(load, 45, 10, rank=1), _step(start, 1, 14, rank=0)], **params) is None
