@@ -106,7 +106,7 @@ def _tool(rule: dict[str, Any]) -> str:
 
 
 def _value(name: str, val: str) -> Any:
-    if name in ("host_mem_total", "host_mem_available", "shm_size"):
+    if name in ("host_mem_total", "host_mem_used", "host_mem_available", "shm_size"):
         return size_bytes(val, "K")
     if name in ("xid",):
         return int(val)
@@ -307,8 +307,28 @@ def parse(src: Source) -> list[SystemFact]:
     _tables(src, spec, active, facts)
     _cuda_of_build(facts)
     _available_share(facts)
+    _memory_growth(spec, facts)
     _prereleases(spec, facts)
     return facts.items
+
+
+def _memory_growth(spec: FamilySpec, facts: _Facts) -> None:
+    """Used host memory that keeps growing over several ``free`` snapshots of one paste (free(1) in a loop):
+    a trend, which one snapshot cannot show."""
+    rule = spec.tables["host_mem_growth"]
+    used = [f for f in facts.items if f.name == "host_mem_used"]
+    values = [f.value for f in used]
+    if len(values) < int(rule["min_snapshots"]) or not all(values) or not values[0]:
+        return
+    tolerance = float(rule["tolerance"])
+    rising = all(b >= a * (1 - tolerance) for a, b in zip(values, values[1:]))
+    factor = values[-1] / values[0]
+    if rising and factor >= float(rule["min_factor"]):
+        first = used[0]
+        line = first.provenance.line - facts.src.line_offset if first.provenance.line is not None else None
+        facts.add("free", "host_mem_used_growth", round(factor, 2), line, text=first.text,
+                  detail=f"used host memory grew {factor:.1f}x over {len(values)} snapshots of free "
+                         f"({values[0] / 2**30:.1f} GiB -> {values[-1] / 2**30:.1f} GiB)")
 
 
 def _prereleases(spec: FamilySpec, facts: _Facts) -> None:

@@ -152,3 +152,16 @@ def test_hf_env_block_versions_and_prereleases() -> None:
     ngc = {f.name: f.value for f in parse("env.txt", "- PyTorch version (GPU?): 2.2.0a0+81ea7a4 (True)")[0]
            if f.kind == "system_fact"}
     assert ngc["torch_version"] == "2.2.0a0+81ea7a4" and "prerelease_packages" not in ngc
+
+
+def test_free_snapshots_that_keep_growing() -> None:
+    """Several `free` outputs of one paste: used memory rising 1.5x or more is a trend; one that falls is not."""
+    header = "              total        used        free      shared  buff/cache   available"
+    rows = [f"Mem:       62880028 {used:11d}    40000000       95508     1369712    40000000" for used in
+            (5909424, 9803196, 12532152, 16577944)]
+    names = {f.name: f.value for f in parse("free.txt", "\n".join(x for r in rows for x in (header, r)))[0]
+             if f.kind == "system_fact"}
+    assert names["host_mem_used_growth"] == 2.81
+    falling = [rows[0], rows[2], rows[1], rows[3].replace("16577944", " 9000000")]
+    names = {f.name for f in parse("free.txt", "\n".join(x for r in falling for x in (header, r)))[0]}
+    assert "host_mem_used_growth" not in names
