@@ -318,6 +318,66 @@ def next_value_differs(ctx: Context, first: str, then: str, field: str = "step",
     return None
 
 
+@predicate(binds=("at", "values", "odd"), kinds=("log_line",))
+def values_differ_at_counter(ctx: Context, signature: str, fields: Sequence[str], counter: str,
+                             by: Sequence[str], group_by: Sequence[str] = ()) -> Binding | None:
+    """Processes (told apart by the fields ``by``, else their rank, else their file) that logged different ``fields``
+    at the same value of a per-process ``counter`` (e.g. the ops of one communicator size at one operation count):
+    the processes whose values differ from the most common ones are the odd ones (none on a tie). A process that
+    logged a counter value twice in one ``group_by`` stream is left out of that stream: its counter does not
+    advance with every line, so which of its lines pairs with which of another's is unknown."""
+    streams: dict[tuple[Any, ...], dict[Any, dict[str, list[Any]]]] = {}
+    for line in ctx.lines(signature):
+        f = line.fields
+        if f.get(counter) is None:
+            continue
+        who = tuple(f.get(k) for k in by)
+        if all(v is None for v in who):
+            who = (line.rank,) if line.rank is not None else (line.provenance.source,)
+        stream = tuple(f.get(k) for k in group_by)
+        streams.setdefault(stream, {}).setdefault(who, {}).setdefault(str(f[counter]), []).append(line)
+    for stream, members in streams.items():
+        steady = {who: at for who, at in members.items() if all(len(v) == 1 for v in at.values())}
+        found = _odd_at_counter(steady, fields)
+        if found is not None:
+            at, odd, cited, values = found
+            label = ", ".join(f"{k} {v}" for k, v in (*zip(group_by, stream, strict=True), (counter, at)))
+            return Binding(ranks_of(odd), tuple(cited[:20]), {
+                "at": label, "values": values, "odd": "; ".join(_who(line, by) for line in odd)})
+    return None
+
+
+def _odd_at_counter(members: dict[Any, dict[str, list[Any]]],
+                    fields: Sequence[str]) -> tuple[str, list[Any], list[Any], str] | None:
+    """The first counter value at which two or more members logged different ``fields``."""
+    at_counter: dict[str, list[Any]] = {}
+    for at in members.values():
+        for value, (line,) in at.items():
+            at_counter.setdefault(value, []).append(line)
+    for value, lines in sorted(at_counter.items(), key=lambda kv: min(x.provenance.line or 0 for x in kv[1])):
+        if len(lines) < 2:
+            continue
+        by_value: dict[tuple[str, ...], list[Any]] = {}
+        for line in lines:
+            by_value.setdefault(tuple(str(line.fields.get(k)) for k in fields), []).append(line)
+        if len(by_value) < 2:
+            continue
+        sizes = sorted((len(v) for v in by_value.values()), reverse=True)
+        common = max(by_value.values(), key=len) if sizes[0] > sizes[1] else []
+        odd = [line for v in by_value.values() if v is not common for line in v] if common else []
+        values = " vs ".join(" ".join(f"{f} {x}" for f, x in zip(fields, k, strict=True)) + f" ({len(v)} of {len(lines)})"
+                             for k, v in by_value.items())
+        return value, odd, lines, values
+    return None
+
+
+def _who(line: Any, by: Sequence[str]) -> str:
+    named = [f"{k} {line.fields[k]}" for k in by if line.fields.get(k) is not None]
+    if line.rank is not None:
+        named.insert(0, f"rank {line.rank}")
+    return " ".join(named) or str(line.provenance.source)
+
+
 @predicate(binds=("exc_type", "message", "where"), kinds=("log_line",))
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
                          uncaught_only: bool = False, only_unexplained: bool = False,

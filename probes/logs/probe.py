@@ -15,6 +15,7 @@ import datetime
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -93,6 +94,7 @@ def _first_rank(matches: Iterable[re.Match[str] | None]) -> int | None:
 
 
 MAX_QUOTED_PER_SIGNATURE = 200  # hit lines kept per signature and file beyond the first of each rank
+MAX_QUOTED_TAIL = 200  # and its last lines beyond those: where a run ended (a hang's last collectives) is at the end
 _WORKER_SCANNER: Scanner | None = None  # set before forking: workers inherit the compiled database
 _WORKER_PARSERS: list[Any] = []
 _DUMP_SLOT: Any = None  # one flight-recorder dump decoded at a time across all workers (memory bound)
@@ -171,25 +173,34 @@ def _scan_log(path: str, source: Source, scanner: Scanner, parsers: list[Any]) -
         if viewed <= VIEW_BYTES:  # a small file: lines a terminal wrapped are read joined too
             yield from scanner.scan_joins(strip_ansi(b"".join(view)), seen)
 
+    tail: dict[str, deque[tuple[Any, int | None]]] = {}
+
+    def record(hit: Any, rank: int | None) -> dict[str, Any]:
+        return {
+            "kind": "log_line", "signature": hit.signature, "rank": rank, "fields": dict(hit.fields),
+            "text": hit.text[:2000], "provenance": {"probe": "logs", "source": path, "line": hit.line_no},
+            "time": time_from_line(hit.text),
+        }
+
     for hit in hits():
         rank = rank_from_line(hit.text)
-        fields = dict(hit.fields)
         if rank is None:
-            rank = fields.get("rank") if isinstance(fields.get("rank"), int) else file_rank
+            rank = hit.fields.get("rank") if isinstance(hit.fields.get("rank"), int) else file_rank
         n = kept.get(hit.signature, 0)
         if n >= MAX_QUOTED_PER_SIGNATURE and (hit.signature, rank) in ranks_kept:
             dropped[hit.signature] = dropped.get(hit.signature, 0) + 1
+            tail.setdefault(hit.signature, deque(maxlen=MAX_QUOTED_TAIL)).append((hit, rank))
             continue
         kept[hit.signature] = n + 1
         ranks_kept.add((hit.signature, rank))
-        out.records.append({
-            "kind": "log_line", "signature": hit.signature, "rank": rank, "fields": fields,
-            "text": hit.text[:2000], "provenance": {"probe": "logs", "source": path, "line": hit.line_no},
-            "time": time_from_line(hit.text),
-        })
+        out.records.append(record(hit, rank))
+    for sig, last in tail.items():  # the last lines of each signature past the cap, in file order
+        out.records.extend(record(hit, rank) for hit, rank in last)
+        dropped[sig] -= len(last)
+    dropped = {sig: n for sig, n in dropped.items() if n}
     if source.note:
         out.notes.append(f"{path}: {source.note}")
-    out.notes += [f"{path}: {n} more '{sig}' lines not kept (the first of every rank is)"
+    out.notes += [f"{path}: {n} more '{sig}' lines not kept (the first and last lines are, and the first of every rank)"
                   for sig, n in dropped.items()]
     if parsers:
         data = b"".join(view)

@@ -218,7 +218,7 @@ def _convert(raw: dict[str, str], spec: StepSpec) -> dict[str, Any]:
                 val = _num(raw[key]) * SECONDS.get((raw.get(f"{key}_unit") or "s").lower(), 1.0)
                 out[key] = val + _num(raw.get(f"{key}_min") or "0") * 60.0
             elif raw.get(f"{key}_hms"):
-                out[key] = _clock(raw[f"{key}_hms"])
+                out[key] = _clock(raw[f"{key}_hms"]) + _num(raw.get(f"{key}_days") or "0") * 86400.0
             elif raw.get(f"{key}_dur"):
                 out[key] = _duration(raw[f"{key}_dur"])
         rate = raw.get("step_rate") or raw.get("hf_rate")
