@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from itertools import pairwise
 from typing import Any
 
 from diagnose.evidence import SystemFact
@@ -321,7 +322,7 @@ def _memory_growth(spec: FamilySpec, facts: _Facts) -> None:
     if len(values) < int(rule["min_snapshots"]) or not all(values) or not values[0]:
         return
     tolerance = float(rule["tolerance"])
-    rising = all(b >= a * (1 - tolerance) for a, b in zip(values, values[1:]))
+    rising = all(b >= a * (1 - tolerance) for a, b in pairwise(values))
     factor = values[-1] / values[0]
     if rising and factor >= float(rule["min_factor"]):
         first = used[0]
