@@ -14,12 +14,13 @@ from diagnose.predicates import (
     mentions,
     preflight,
     scaling,
+    sequences,
     stacks,
     tables,
 )
 from diagnose.predicates.base import Binding, PredicateInfo, collect
 
-FAMILIES = (logs, stacks, checkpoint, scaling, preflight, artifacts, launch_checks, tables, mentions)
+FAMILIES = (logs, sequences, stacks, checkpoint, scaling, preflight, artifacts, launch_checks, tables, mentions)
 
 REGISTRY: dict[str, PredicateInfo] = {}
 for _module in FAMILIES:

@@ -1,5 +1,7 @@
 """Every signature matches its examples (with their fields) and none of its near misses."""
 
+import re
+
 import pytest
 
 from diagnose.probes.logs.scanner import Scanner
@@ -82,3 +84,15 @@ def test_the_hyperscan_form_cuts_only_the_opening_bound(detect, form):
     from diagnose.probes.logs.scanner import hit_form
 
     assert hit_form(detect) == form
+
+
+NON_ASCII_QUANTIFIED = re.compile(r"[^\x00-\x7f][?*+{]")
+NON_ASCII_IN_CLASS = re.compile(r"\[[^\]]*[^\x00-\x7f][^\]]*\]")
+
+
+@pytest.mark.parametrize("sig", SIGS.signatures, ids=lambda s: s.name)
+def test_detect_is_byte_safe(sig):
+    """Both scan engines match UTF-8 bytes: a quantifier right after a non-ASCII character applies to its last byte,
+    and a non-ASCII character in a class is a set of bytes; group the character ((?:的)?) and keep classes ASCII."""
+    assert not NON_ASCII_QUANTIFIED.search(sig.detect), sig.detect
+    assert not NON_ASCII_IN_CLASS.search(sig.detect), sig.detect

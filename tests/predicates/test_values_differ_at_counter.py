@@ -12,7 +12,7 @@ from pathlib import Path
 from diagnose.commands.logs import run_logs
 from diagnose.context import Context
 from diagnose.evidence import LogLine, Provenance
-from diagnose.predicates.logs import values_differ_at_counter
+from diagnose.predicates.sequences import values_differ_at_counter
 
 ARGS = {"signature": "coll", "fields": ["op"], "counter": "n", "by": ["pid"], "group_by": ["size"]}
 

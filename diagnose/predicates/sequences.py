@@ -1,0 +1,110 @@
+"""Predicates that compare one field's values across log lines: between processes, at one counter value, or
+from one line to the next (post-mortem evidence)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from diagnose.context import Context
+from diagnose.predicates.base import Binding, predicate, ranks_of
+
+
+def _as_strs(value: Any) -> set[str]:
+    return {str(v) for v in value} if isinstance(value, list) else {str(value)}
+
+
+@predicate(binds=("values",), kinds=("log_line",))
+def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any] | None = None) -> Binding | None:
+    """A field of one signature takes different values across ranks or files (e.g. versions), among the
+    lines whose other fields equal ``where`` (e.g. only MASTER_PORT assignments)."""
+    lines = [line for line in ctx.lines(signature)
+             if not where or all(str(line.fields.get(k)) in _as_strs(v) for k, v in where.items())]
+    values = {str(line.fields.get(field)) for line in lines if line.fields.get(field) is not None}
+    if len(values) < 2:
+        return None
+    return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
+
+
+@predicate(binds=("before", "after", "expected"), kinds=("log_line",))
+def next_value_differs(ctx: Context, first: str, then: str, field: str = "step", offset: int = 1) -> Binding | None:
+    """A line of ``then`` whose ``field`` is not ``offset`` more than the ``field`` of the nearest line of ``first``
+    before it, in the same file and rank with no other ``then`` line between (e.g. the step training starts at
+    after a checkpoint load is not the loaded step + 1). A ``first`` line without the field pairs with nothing."""
+    groups: dict[tuple[Any, Any], list[tuple[int, int, Any]]] = {}
+    for order, name in enumerate((first, then)):
+        for line in ctx.lines(name):
+            key = (line.provenance.source, line.rank)
+            groups.setdefault(key, []).append((line.provenance.line or 0, order, line))
+    for items in groups.values():
+        pending = None
+        for _, order, line in sorted(items, key=lambda t: (t[0], t[1])):
+            if order == 0:
+                pending = line
+                continue
+            earlier, pending = pending, None
+            before, after = (earlier.fields.get(field) if earlier else None), line.fields.get(field)
+            if isinstance(before, int) and isinstance(after, int) and after != before + offset:
+                return Binding(ranks_of([line]), (earlier, line),
+                               {"before": before, "after": after, "expected": before + offset})
+    return None
+
+
+@predicate(binds=("at", "values", "odd"), kinds=("log_line",))
+def values_differ_at_counter(ctx: Context, signature: str, fields: Sequence[str], counter: str,
+                             by: Sequence[str], group_by: Sequence[str] = ()) -> Binding | None:
+    """Processes (told apart by the fields ``by``, else their rank, else their file) that logged different ``fields``
+    at the same value of a per-process ``counter`` (e.g. the ops of one communicator size at one operation count):
+    the processes whose values differ from the most common ones are the odd ones (none on a tie). A process that
+    logged a counter value twice in one ``group_by`` stream is left out of that stream: its counter does not
+    advance with every line, so which of its lines pairs with which of another's is unknown."""
+    streams: dict[tuple[Any, ...], dict[Any, dict[str, list[Any]]]] = {}
+    for line in ctx.lines(signature):
+        f = line.fields
+        if f.get(counter) is None:
+            continue
+        who = tuple(f.get(k) for k in by)
+        if all(v is None for v in who):
+            who = (line.rank,) if line.rank is not None else (line.provenance.source,)
+        stream = tuple(f.get(k) for k in group_by)
+        streams.setdefault(stream, {}).setdefault(who, {}).setdefault(str(f[counter]), []).append(line)
+    for stream, members in streams.items():
+        steady = {who: at for who, at in members.items() if all(len(v) == 1 for v in at.values())}
+        found = _odd_at_counter(steady, fields)
+        if found is not None:
+            at, odd, cited, values = found
+            label = ", ".join(f"{k} {v}" for k, v in (*zip(group_by, stream, strict=True), (counter, at)))
+            return Binding(ranks_of(odd), tuple(cited[:20]), {
+                "at": label, "values": values, "odd": "; ".join(_who(line, by) for line in odd)})
+    return None
+
+
+def _odd_at_counter(members: dict[Any, dict[str, list[Any]]],
+                    fields: Sequence[str]) -> tuple[str, list[Any], list[Any], str] | None:
+    """The first counter value at which two or more members logged different ``fields``."""
+    at_counter: dict[str, list[Any]] = {}
+    for at in members.values():
+        for value, (line,) in at.items():
+            at_counter.setdefault(value, []).append(line)
+    for value, lines in sorted(at_counter.items(), key=lambda kv: min(x.provenance.line or 0 for x in kv[1])):
+        if len(lines) < 2:
+            continue
+        by_value: dict[tuple[str, ...], list[Any]] = {}
+        for line in lines:
+            by_value.setdefault(tuple(str(line.fields.get(k)) for k in fields), []).append(line)
+        if len(by_value) < 2:
+            continue
+        sizes = sorted((len(v) for v in by_value.values()), reverse=True)
+        common = max(by_value.values(), key=len) if sizes[0] > sizes[1] else []
+        odd = [line for v in by_value.values() if v is not common for line in v] if common else []
+        values = " vs ".join(" ".join(f"{f} {x}" for f, x in zip(fields, k, strict=True)) + f" ({len(v)} of {len(lines)})"
+                             for k, v in by_value.items())
+        return value, odd, lines, values
+    return None
+
+
+def _who(line: Any, by: Sequence[str]) -> str:
+    named = [f"{k} {line.fields[k]}" for k in by if line.fields.get(k) is not None]
+    if line.rank is not None:
+        named.insert(0, f"rank {line.rank}")
+    return " ".join(named) or str(line.provenance.source)
