@@ -44,10 +44,10 @@ class _Facts:
 
 
 def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> None:
-    counts: dict[str, dict[str, Any]] = {}
+    counts: dict[tuple[str, str], dict[str, Any]] = {}  # (pattern, fact): one pattern may count several keys
     for rule in spec.tables["count_facts"]:
         if rule["pattern"] in active:
-            counts[rule["pattern"]] = {"rule": rule, "keys": {}, "labels": Counter(), "line": None}
+            counts[rule["pattern"], rule["fact"]] = {"rule": rule, "keys": {}, "labels": Counter(), "line": None}
     line_rules = [r for r in spec.tables["line_facts"] if r["pattern"] in active]
     envs = "env_torch" in active
     packages = "package" in active
@@ -64,7 +64,7 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
                     val = m.group(group)
                     if val is not None:
                         facts.add(rule["tool"], name, _value(name, val), no, text=line.strip())
-        for pat, c in counts.items():
+        for (pat, _), c in counts.items():
             m = spec.rx(pat).search(line)
             if m:
                 c["keys"].setdefault(m.group(c["rule"]["key"]), no)
@@ -309,6 +309,7 @@ def parse(src: Source) -> list[SystemFact]:
     _cuda_of_build(facts)
     _available_share(facts)
     _memory_growth(spec, facts)
+    _benchmarks_without_results(src, spec, active, facts)
     _prereleases(spec, facts)
     return facts.items
 
@@ -330,6 +331,30 @@ def _memory_growth(spec: FamilySpec, facts: _Facts) -> None:
         facts.add("free", "host_mem_used_growth", round(factor, 2), line, text=first.text,
                   detail=f"used host memory grew {factor:.1f}x over {len(values)} snapshots of free "
                          f"({values[0] / 2**30:.1f} GiB -> {values[-1] / 2**30:.1f} GiB)")
+
+
+def _benchmarks_without_results(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> None:
+    """GPU communication benchmarks that started and printed no result: nccl-tests' device table of two or more
+    ranks with no result row and no average, or p2pBandwidthLatencyTest's banner without its closing note (the
+    paste ends where the test stalled). The value is the number of hosts of the nccl-tests table (1 for the P2P sample)."""
+    names = {f.name: f for f in facts.items}
+    ranks = names.get("nccl_tests_ranks")
+    done = {"nccl_busbw_large", "nccl_busbw_avg"} & set(names)
+    if ranks is not None and ranks.value >= 2 and not done:
+        hosts = names["nccl_tests_hosts"].value if "nccl_tests_hosts" in names else 1
+        facts.add("nccl-tests", "gpu_benchmark_no_results", hosts, _line(ranks, facts),
+                  detail=f"nccl-tests listed {ranks.value} ranks on {hosts} host(s) and printed no result")
+    if "p2p_test_header" not in active:
+        return
+    banner, done = spec.rx("p2p_test_header"), spec.rx("p2p_test_done")
+    no = next((i for i, line in enumerate(src.lines, 1) if banner.search(line)), None)
+    if no is not None and not any(done.search(line) for line in src.lines):
+        facts.add("p2pBandwidthLatencyTest", "gpu_benchmark_no_results", 1, no,
+                  detail="p2pBandwidthLatencyTest started and did not reach its closing note (a copy never completed)")
+
+
+def _line(fact: SystemFact, facts: _Facts) -> int | None:
+    return fact.provenance.line - facts.src.line_offset if fact.provenance.line is not None else None
 
 
 def _prereleases(spec: FamilySpec, facts: _Facts) -> None:

@@ -165,3 +165,16 @@ def test_free_snapshots_that_keep_growing() -> None:
     falling = [rows[0], rows[2], rows[1], rows[3].replace("16577944", " 9000000")]
     names = {f.name for f in parse("free.txt", "\n".join(x for r in falling for x in (header, r)))[0]}
     assert "host_mem_used_growth" not in names
+
+
+def test_gpu_benchmarks_that_printed_no_result() -> None:
+    """nccl-tests' device table without result rows, and the P2P sample without its closing note, are stalls."""
+    table = "\n".join(f"#  Rank  {r} Group  0 Pid    149 on     llm207 device  {r} [0x56] NVIDIA A100" for r in (0, 1))
+    names = {f.name: f.value for f in parse("nccl.txt", table)[0] if f.kind == "system_fact"}
+    assert names["gpu_benchmark_no_results"] == 1 and names["nccl_tests_ranks"] == 2
+    done = table + "\n#       size         count      type   redop    root     time   algbw   busbw #wrong" + "\n   134217728      33554432     float     sum      -1   1420.5   94.49  165.35      0   1418.2   94.64  165.62      0"
+    assert "gpu_benchmark_no_results" not in {f.name for f in parse("nccl.txt", done)[0] if f.kind == "system_fact"}
+    p2p = "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nUnidirectional P2P=Disabled Bandwidth Matrix (GB/s)"
+    assert {f.name for f in parse("p2p.txt", p2p)[0] if f.kind == "system_fact"} == {"gpu_benchmark_no_results"}
+    closed = p2p + "\nNOTE: The CUDA Samples are not meant for performance measurements."
+    assert "gpu_benchmark_no_results" not in {f.name for f in parse("p2p.txt", closed)[0] if f.kind == "system_fact"}
