@@ -18,48 +18,55 @@ _TITAN = (
 )
 
 
+def _diagnose(tmp_path: Path, text: str, **kwargs):
+    """The report for one train.log holding ``text``."""
+    (tmp_path / "train.log").write_text(text)
+    return run_logs([tmp_path], **kwargs)
+
+
 def _top(report) -> tuple[str | None, str | None]:
     return (report.causes[0].id, report.causes[0].confidence) if report.causes else (None, None)
 
 
 @pytest.mark.parametrize(("loaded", "start", "fires"), [(45, 26, True), (45, 46, False)])
 def test_torchtitan_start_step(tmp_path: Path, loaded: int, start: int, fires: bool) -> None:
-    (tmp_path / "train.log").write_text(
-        "".join(_TITAN.format(r=r, loaded=loaded, start=start) for r in range(2))
+    report = _diagnose(
+        tmp_path,
+        "".join(_TITAN.format(r=r, loaded=loaded, start=start) for r in range(2)),
     )
-    report = run_logs([tmp_path])
     assert (_top(report) == ("framework_bug", "low")) is fires, _top(report)
 
 
 def test_hf_trainer_skipping_bar(tmp_path: Path) -> None:
-    (tmp_path / "train.log").write_text(
+    report = _diagnose(
+        tmp_path,
         "  Continuing training from global step 93017\n"
         "  Will skip the first 0 epochs then the first 93017 batches in the first epoch. If this takes a lot of "
         "time, you can add the `--ignore_data_skip` flag to your launch command, but you will resume the training "
         "on data already seen by your model.\n"
         "Skipping the first batches:   0%|          | 0/122500 [00:00<?, ?it/s]\r"
-        "Skipping the first batches:  76%|███████▌  | 93017/122500 [6:35:47<2:26:12,  3.36it/s]\n"
+        "Skipping the first batches:  76%|███████▌  | 93017/122500 [6:35:47<2:26:12,  3.36it/s]\n",
     )
-    report = run_logs([tmp_path])
     assert _top(report) == ("framework_bug", "low")
     assert "93017/122500" in report.causes[0].summary
 
 
 def test_hf_trainer_fast_skip_is_quiet(tmp_path: Path) -> None:
-    (tmp_path / "train.log").write_text(
+    report = _diagnose(
+        tmp_path,
         "  Continuing training from global step 500\n"
-        "  Will skip the first 0 epochs then the first 500 batches in the first epoch.\n"
+        "  Will skip the first 0 epochs then the first 500 batches in the first epoch.\n",
+        symptom="resume",
     )
-    report = run_logs([tmp_path], symptom="resume")
     assert all("hf-trainer-resume-skips-batches-by-iteration" not in (c.rules or ()) for c in report.causes)
 
 
 def test_mm_part_file_missing(tmp_path: Path) -> None:
-    (tmp_path / "train.log").write_text(
+    report = _diagnose(
+        tmp_path,
         "Traceback (most recent call last):\n"
         '  File "/opt/conda/lib/python3.8/site-packages/mmcv/engine/test.py", line 148, in collect_results_cpu\n'
         "    part_result = mmcv.load(part_file)\n"
-        "FileNotFoundError: [Errno 2] No such file or directory: 'work_dirs/retinanet/.eval_hook/part_8.pkl'\n"
+        "FileNotFoundError: [Errno 2] No such file or directory: 'work_dirs/retinanet/.eval_hook/part_8.pkl'\n",
     )
-    report = run_logs([tmp_path])
     assert _top(report) == ("filesystem", "medium")
