@@ -54,6 +54,12 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
         losses = [e for e in ev if e.kind == "step_metric" and e.loss is not None and e.rank is None]
         if len({e.run or e.provenance.source for e in losses}) >= when["loss_runs"]:
             return losses
+    if "init_only" in when:  # a log that stops while the process group forms: nothing after the init lines
+        init = [e for e in ev if e.kind == "log_line" and e.signature in when["init_only"]]
+        quiet = set(when["init_only"]) | set(when.get("benign", ()))
+        if init and not any(e.kind in RAN or e.kind == "inferred_symptom"
+                            or (e.kind == "log_line" and e.signature not in quiet) for e in ev):
+            return init
     if when.get("launch_only"):
         if any(e.kind == "inferred_symptom" for e in ev):
             return None  # the report's own sentences name what was seen: they say more than the launch alone

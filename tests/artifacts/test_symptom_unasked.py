@@ -142,3 +142,14 @@ def test_reported_symptoms_and_causes(tmp_path: Path) -> None:
 def test_a_stuck_loss_is_not_a_hang(tmp_path: Path) -> None:
     report = run_logs([_folder(tmp_path, {"report.txt": "the loss got stuck at 2.3 after 5 epochs\n"})])
     assert report.symptom != "hang_mid_run"
+
+
+def test_log_that_stops_while_the_group_forms_is_a_startup_question(tmp_path: Path) -> None:
+    """DeepSpeed's init lines and nothing after them: the processes never got past init_distributed."""
+    init = ("[2024-06-11 00:23:36,254] [INFO] [comm.py:637:init_distributed] cdb=None\n"
+            "[2024-06-11 00:23:36,254] [INFO] [comm.py:668:init_distributed] Initializing TorchBackend in DeepSpeed "
+            "with backend nccl\n")
+    report = run_logs([_folder(tmp_path, {"console.log": init})])
+    assert report.symptom == "hang_at_startup"
+    ran = init + "{'loss': 2.31, 'learning_rate': 2e-05, 'epoch': 0.01}\n{'loss': 2.12, 'learning_rate': 2e-05, 'epoch': 0.02}\n"
+    assert run_logs([_folder(tmp_path, {"console.log": ran})]).symptom != "hang_at_startup"
