@@ -142,7 +142,7 @@ def parse(src: Source) -> list[LaunchSpec]:
             and bool(spec.rx("ddp_named").search(line))
         )
         shard = shard or bool(spec.rx("shard_sampler").search(line))
-        own_shard = own_shard or "Sampler(" in line and bool(spec.rx("own_shard_sampler").search(line))
+        own_shard = own_shard or bool(spec.rx("own_shard_sampler").search(line))
         for k, m in enumerate(spec.rx("call_start").finditer(line)):
             if k >= _CALLS_PER_LINE or _in_string(line, m.start()):
                 continue

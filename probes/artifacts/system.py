@@ -42,6 +42,15 @@ class _Facts:
         self.items.append(SystemFact(tool=tool, name=name, value=value, detail=detail, rank=self.src.rank,
                                      provenance=self.src.prov(line), text=(text or detail or f"{name}={value}")[:500]))
 
+    def line_of(self, fact: SystemFact) -> int | None:
+        """The line of this source that ``fact`` was read from (``add`` takes it so: provenance lines are offset)."""
+        return fact.provenance.line - self.src.line_offset if fact.provenance.line is not None else None
+
+
+def _version_fact(spec: FamilySpec, pkg: str) -> str:
+    """The fact a package's version is kept as (torch_version, nccl_version ...; else '<pkg>_version')."""
+    return spec.tables["packages"].get(pkg, f"{pkg.lower()}_version")
+
 
 def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> None:
     counts: dict[tuple[str, str], dict[str, Any]] = {}  # (pattern, fact): one pattern may count several keys
@@ -75,12 +84,9 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
             name = spec.tables["collect_env"][m.group("key")]
             facts.add("collect_env", name, m.group("value"), no, text=line.strip())
         if packages and (m := spec.rx("package").match(line)):
-            facts.add("packages", spec.tables["packages"].get(m.group("pkg"), f"{m.group('pkg')}_version"),
-                      m.group("ver"), no, text=line.strip())
+            facts.add("packages", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
         if hf_env and (m := spec.rx("hf_env_version").match(line)):
-            pkg = m.group("pkg")
-            facts.add("env", spec.tables["packages"].get(pkg, f"{pkg.lower()}_version"), m.group("ver"), no,
-                      text=line.strip())
+            facts.add("env", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
         if ulimit and (m := spec.rx("ulimit_line").match(line)):
             name = spec.tables["ulimit"].get(m.group("flag"))
             if name:
@@ -320,15 +326,13 @@ def _memory_growth(spec: FamilySpec, facts: _Facts) -> None:
     rule = spec.tables["host_mem_growth"]
     used = [f for f in facts.items if f.name == "host_mem_used"]
     values = [f.value for f in used]
-    if len(values) < int(rule["min_snapshots"]) or not all(values) or not values[0]:
+    if len(values) < int(rule["min_snapshots"]) or not all(values):
         return
     tolerance = float(rule["tolerance"])
     rising = all(b >= a * (1 - tolerance) for a, b in pairwise(values))
     factor = values[-1] / values[0]
     if rising and factor >= float(rule["min_factor"]):
-        first = used[0]
-        line = first.provenance.line - facts.src.line_offset if first.provenance.line is not None else None
-        facts.add("free", "host_mem_used_growth", round(factor, 2), line, text=first.text,
+        facts.add("free", "host_mem_used_growth", round(factor, 2), facts.line_of(used[0]), text=used[0].text,
                   detail=f"used host memory grew {factor:.1f}x over {len(values)} snapshots of free "
                          f"({values[0] / 2**30:.1f} GiB -> {values[-1] / 2**30:.1f} GiB)")
 
@@ -342,19 +346,15 @@ def _benchmarks_without_results(src: Source, spec: FamilySpec, active: set[str],
     done = {"nccl_busbw_large", "nccl_busbw_avg"} & set(names)
     if ranks is not None and ranks.value >= 2 and not done:
         hosts = names["nccl_tests_hosts"].value if "nccl_tests_hosts" in names else 1
-        facts.add("nccl-tests", "gpu_benchmark_no_results", hosts, _line(ranks, facts),
+        facts.add("nccl-tests", "gpu_benchmark_no_results", hosts, facts.line_of(ranks),
                   detail=f"nccl-tests listed {ranks.value} ranks on {hosts} host(s) and printed no result")
     if "p2p_test_header" not in active:
         return
-    banner, done = spec.rx("p2p_test_header"), spec.rx("p2p_test_done")
+    banner, closing = spec.rx("p2p_test_header"), spec.rx("p2p_test_done")
     no = next((i for i, line in enumerate(src.lines, 1) if banner.search(line)), None)
-    if no is not None and not any(done.search(line) for line in src.lines):
+    if no is not None and not any(closing.search(line) for line in src.lines):
         facts.add("p2pBandwidthLatencyTest", "gpu_benchmark_no_results", 1, no,
                   detail="p2pBandwidthLatencyTest started and did not reach its closing note (a copy never completed)")
-
-
-def _line(fact: SystemFact, facts: _Facts) -> int | None:
-    return fact.provenance.line - facts.src.line_offset if fact.provenance.line is not None else None
 
 
 def _prereleases(spec: FamilySpec, facts: _Facts) -> None:
@@ -364,8 +364,7 @@ def _prereleases(spec: FamilySpec, facts: _Facts) -> None:
     wanted = set(spec.tables["prerelease_packages"])
     found = [f for f in facts.items if f.name in wanted and pattern.search(str(f.value))]
     if found:
-        line = found[0].provenance.line - facts.src.line_offset if found[0].provenance.line is not None else None
-        facts.add(found[0].tool, "prerelease_packages", len(found), line, text=found[0].text,
+        facts.add(found[0].tool, "prerelease_packages", len(found), facts.line_of(found[0]), text=found[0].text,
                   detail=", ".join(f"{f.name.removesuffix('_version')} {f.value}" for f in found))
 
 
@@ -375,7 +374,7 @@ def _available_share(facts: _Facts) -> None:
     for f in list(facts.items):
         if f.name == "host_mem_available" and (t := totals.get(f.provenance.line)) is not None:
             share = round(f.value / t.value, 4)
-            facts.add("free", "host_mem_available_share", share, f.provenance.line - facts.src.line_offset,
+            facts.add("free", "host_mem_available_share", share, facts.line_of(f),
                       detail=f"{share:.1%} of host memory available", text=f.text)
             return
 
@@ -390,6 +389,5 @@ def _cuda_of_build(facts: _Facts) -> None:
             digits = str(f.value).split("+cu", 1)[1]
             digits = digits[:len(digits) - len(digits.lstrip("0123456789"))] if digits[:1].isdigit() else ""
             if len(digits) >= 2:
-                line = f.provenance.line - facts.src.line_offset if f.provenance.line is not None else None
-                facts.add(f.tool, "cuda_build", f"{digits[:-1]}.{digits[-1]}", line, text=f.text)
+                facts.add(f.tool, "cuda_build", f"{digits[:-1]}.{digits[-1]}", facts.line_of(f), text=f.text)
                 return
