@@ -173,6 +173,26 @@ def metric_spread(ctx: Context, across: str, at_least: float, metrics: Sequence[
     return None
 
 
+@predicate(binds=("name", "base", "scaled", "ratio", "world_size"), kinds=("metric_series",))
+def metric_scales_with_world_size(ctx: Context, tolerance: float = 0.02) -> Binding | None:
+    """A loss or metric at world size N is N times (or 1/N of) its value at world size 1, within ``tolerance``
+    (relative): a sum over ranks where a mean was meant, or a mean divided once more by the world size."""
+    groups: dict[str, dict[int, Any]] = defaultdict(dict)
+    for m in ctx.of("metric_series"):
+        if m.world_size and m.values and m.name not in ("throughput", "step_time", "epoch_time"):
+            groups[m.name].setdefault(m.world_size, m)
+    for name, by_size in groups.items():
+        one = by_size.get(1)
+        if one is None or not one.values[-1]:
+            continue
+        for size, m in sorted(by_size.items()):
+            ratio = m.values[-1] / one.values[-1]
+            if size > 1 and (abs(ratio - size) <= tolerance * size or abs(ratio * size - 1) <= tolerance):
+                return bind([one, m], name=name, base=one.values[-1], scaled=m.values[-1], ratio=round(ratio, 3),
+                            world_size=size)
+    return None
+
+
 @predicate(binds=("step", "low", "high", "spread", "runs"), kinds=("step_metric",))
 def same_setup_losses_differ(ctx: Context, at_least: float) -> Binding | None:
     """Two or more logs of the same training (same or unstated world size, no rank) report different losses at

@@ -387,7 +387,18 @@ def _trainer_sampler_off(ctx: Context) -> Binding | None:
     return None
 
 
+def _starts_processes(ctx: Context) -> Binding | None:
+    """Some launch in the evidence starts the ranks itself (a launcher command, a batch script, mp.spawn, a pod
+    spec): used negated, for a script started with plain python and nothing else."""
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher not in ("env", "code"):
+            return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices="?",
+                        where=f"{spec.launcher} starts the processes", detail=spec.text or "")
+    return None
+
+
 CHECKS = {
+    "starts_processes": _starts_processes,
     "procs_fewer_than_visible": _fewer_than_visible,
     "threads_oversubscribe": _threads_oversubscribe,
     "procs_fewer_than_allocation": _fewer_than_allocation,
@@ -416,7 +427,8 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
     threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
-    rdzv_endpoint_without_port, procs_exceed_world; a script's own calls: code_rank_fixed, code_world_size_differs,
+    rdzv_endpoint_without_port, procs_exceed_world, starts_processes (a launcher, batch script, mp.spawn or pod starts
+    the ranks); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no
     DistributedSampler, with none of the script's own)."""

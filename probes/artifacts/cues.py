@@ -48,12 +48,16 @@ def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
 def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     tables, out = spec.tables, []
     marker, word, quote = spec.rx("log_marker"), spec.rx("word"), spec.rx("quote_prefix")
-    for no, raw in enumerate(src.lines[: tables["max_lines"]], 1):
+    head = src.lines[: tables["max_lines"]]
+    # a title-like paste ('Stuck during training'): a source of a few short lines is read with fewer words
+    least = tables["title_min_words"] if sum(1 for raw in head if raw.strip()) <= tables["title_max_lines"] \
+        else tables["min_words"]
+    for no, raw in enumerate(head, 1):
         line = quote.sub("", raw).strip()
         if not line or marker.match(line):
             continue
         words = word.findall(line)
-        latin = len(words) >= tables["min_words"] and sum(map(len, words)) >= tables["min_word_share"] * len(line)
+        latin = len(words) >= least and sum(map(len, words)) >= tables["min_word_share"] * len(line)
         if latin or len(spec.rx("cjk").findall(line)) >= tables["min_cjk_chars"]:  # or a Chinese/Japanese sentence
             out.append((no, line))
     return out

@@ -125,3 +125,18 @@ def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
 def test_frozen_parts_of_a_model_are_no_hang() -> None:
     found = cues.parse(Source("r.txt", "We train the adapter with a frozen backbone and frozen embeddings on 8 GPUs."))
     assert all(e.symptom not in ("hang_at_startup", "hang_mid_run") for e in found)
+
+
+@pytest.mark.parametrize(("text", "symptom"), [
+    ("Stuck before training", "hang_at_startup"),                 # huanngzh/EpiDiff#5 (an issue title)
+    ("DDP Module training stuck during training", "hang_mid_run"),  # guyuchao/PyramidCSA#14 ('stuck at random epochs')
+])
+def test_a_title_of_a_few_words_is_read_as_prose(text: str, symptom: str) -> None:
+    """A source of one to three short lines is a title or a sentence pasted alone: two words are enough there."""
+    (found,) = cues.parse(Source("title.txt", text))
+    assert found.symptom == symptom and found.provenance.line == 1
+
+
+def test_a_short_line_inside_a_longer_paste_still_needs_a_sentence() -> None:
+    text = "\n".join(["epoch 1 done", "Stuck before training", *[f"loss={i / 10} step={i}" for i in range(5)]])
+    assert cues.parse(Source("log.txt", text)) == []
