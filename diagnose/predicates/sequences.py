@@ -108,3 +108,20 @@ def _who(line: Any, by: Sequence[str]) -> str:
     if line.rank is not None:
         named.insert(0, f"rank {line.rank}")
     return " ".join(named) or str(line.provenance.source)
+
+
+@predicate(binds=("step", "total", "short"), kinds=("step_metric",))
+def progress_stops_before_total(ctx: Context, within: int = 2, least_total: int = 20) -> Binding | None:
+    """A run's progress (a tqdm bar or a 'step N/M' counter) ends at most ``within`` steps short of its own total,
+    with nothing later from that run: the last batches of the epoch never completed (the total is at least
+    ``least_total``, so a short bar's ordinary stop is not read)."""
+    last: dict[Any, Any] = {}
+    for m in ctx.of("step_metric"):
+        key = (m.run or m.provenance.source, m.rank)
+        if key not in last or (m.provenance.line or 0) >= (last[key].provenance.line or 0):
+            last[key] = m
+    for m in last.values():
+        total, step = m.steps_per_epoch, m.step
+        if total and step is not None and total >= least_total and total - within <= step < total:
+            return Binding(ranks_of([m]), (m,), {"step": step, "total": total, "short": total - step})
+    return None
