@@ -153,3 +153,17 @@ def test_log_that_stops_while_the_group_forms_is_a_startup_question(tmp_path: Pa
     assert report.symptom == "hang_at_startup"
     ran = init + "{'loss': 2.31, 'learning_rate': 2e-05, 'epoch': 0.01}\n{'loss': 2.12, 'learning_rate': 2e-05, 'epoch': 0.02}\n"
     assert run_logs([_folder(tmp_path, {"console.log": ran})]).symptom != "hang_at_startup"
+
+
+# Two runs at different world sizes, each with its step time and its loss: both a scaling and a divergence
+# question, and the report's words say which one the user asks.
+TIME_AND_LOSS = "| GPUs | step time (s) | loss |\n|---|---|---|\n| 2 | 1.80 | 0.935 |\n| 4 | 0.92 | 0.811 |\n"
+
+
+def test_measurements_that_fit_two_symptoms_take_the_one_the_words_name(tmp_path: Path) -> None:
+    worded = run_logs([_folder(tmp_path, {"runs.md": TIME_AND_LOSS,
+                                          "report.txt": "The training loss diverges between the two runs.\n"})])
+    assert worded.symptom == "divergence"
+    (tmp_path / "bare").mkdir()
+    bare = run_logs([_folder(tmp_path / "bare", {"runs.md": TIME_AND_LOSS})])
+    assert bare.symptom == "slow_scaling"  # the table alone: the first measured reading, time across world sizes
