@@ -1,0 +1,19 @@
+train_esm2     \
+    --train-cluster-path \${TEST_DATA_DIR}/2024_03_sanity/train_clusters_sanity.parquet     \
+    --train-database-path \${TEST_DATA_DIR}/2024_03_sanity/train_sanity.db     \
+    --valid-cluster-path \${TEST_DATA_DIR}/2024_03_sanity/valid_clusters.parquet     \
+    --valid-database-path \${TEST_DATA_DIR}/2024_03_sanity/validation.db     \
+    --result-dir ${RESULTS_MOUNT}     \
+    --wandb-project ${PROJECT_NAME}     \
+    --experiment-name ${EXP_NAME}    \
+    --num-gpus 8  \
+    --num-nodes 2 \
+    --val-check-interval 10 \
+    --num-dataset-workers 1 \
+    --num-steps 100 \
+    --max-seq-length 128 \
+    --limit-val-batches 2 \
+    --micro-batch-size 2 \
+    --tensor-model-parallel-size 2 \
+    --pipeline-model-parallel-size 1 \
+    --wandb-offline

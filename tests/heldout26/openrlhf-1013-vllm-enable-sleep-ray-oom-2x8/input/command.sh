@@ -1,0 +1,20 @@
+python -m openrlhf.cli.train_ppo_ray \
+      --ref_num_nodes 2 \
+      --ref_num_gpus_per_node 8 \
+      --remote_rm_url http://${RM_IP}:${RM_PORT}/get_reward \
+      --actor_num_nodes 2 \
+      --actor_num_gpus_per_node 8 \
+      --vllm_num_engines 16 \
+      --vllm_tensor_parallel_size 1 \
+      --colocate_all_models \
+      --vllm_enable_sleep \
+      --vllm_gpu_memory_utilization 0.5 \
+      --vllm_sync_backend nccl \
+      --pretrain $MODEL_PATH \
+      --save_path ${OUTPUT_DIR} \
+      --micro_train_batch_size 2 \
+      --train_batch_size 128 \
+      --micro_rollout_batch_size 2 \
+      --rollout_batch_size 128 \
+      --temperature 1.0 \
+      --n_samples_per_prompt 8 \
