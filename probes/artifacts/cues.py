@@ -50,15 +50,16 @@ def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     marker, word, quote = spec.rx("log_marker"), spec.rx("word"), spec.rx("quote_prefix")
     head = src.lines[: tables["max_lines"]]
     # a title-like paste ('Stuck during training'): a source of a few short lines is read with fewer words
-    least = tables["title_min_words"] if sum(1 for raw in head if raw.strip()) <= tables["title_max_lines"] \
-        else tables["min_words"]
+    title = sum(1 for raw in head if raw.strip()) <= tables["title_max_lines"]
+    least = tables["title_min_words"] if title else tables["min_words"]
+    least_cjk = tables["title_min_cjk_chars"] if title else tables["min_cjk_chars"]  # '训练卡住了', '显存溢出'
     for no, raw in enumerate(head, 1):
         line = quote.sub("", raw).strip()
         if not line or marker.match(line):
             continue
         words = word.findall(line)
         latin = len(words) >= least and sum(map(len, words)) >= tables["min_word_share"] * len(line)
-        if latin or len(spec.rx("cjk").findall(line)) >= tables["min_cjk_chars"]:  # or a Chinese/Japanese sentence
+        if latin or len(spec.rx("cjk").findall(line)) >= least_cjk:  # or a Chinese/Japanese/Korean sentence
             out.append((no, line))
     return out
 

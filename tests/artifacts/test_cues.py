@@ -116,6 +116,20 @@ def test_korean_and_japanese_sentences_name_their_symptom(text: str, symptom: st
     ("With accumulation the reported loss is multiplied by the number of steps.", "divergence"),
     ("The run plateaued early although the loss looked healthy.", "divergence"),
     ("The job died with a bus error in a data loader worker.", "crash"),
+    # families read from short titles: a run that stops by itself, a run stuck at step 0 / 0%, errors that occur,
+    # a step that failed to load, a compound loss name, a metric called low or only some value, a restore, a
+    # GPU model counted ('two 3090s'), a resume after an interruption (Chinese), memory that is lacking
+    ("Training randomly stops after a few hours without any error.", "hang_mid_run"),
+    ("The trainer is stuck on step 0.", "hang_at_startup"),
+    ("Some errors occur when I launch on two machines.", "crash"),
+    ("The job failed to load the tokenizer on rank 3.", "crash"),
+    ("My d_loss explodes after the first epoch.", "divergence"),
+    ("With 4 GPUs the validation accuracy is very low.", "divergence"),
+    ("The accuracy is only 41% on the test set.", "divergence"),
+    ("The loss jumps after I restore the optimizer state.", "resume_mismatch"),
+    ("Training with two 3090s is slower.", "slow_scaling"),
+    ("训练中断后继续训练，loss变大了", "resume_mismatch"),
+    ("We lack GPU memory for the 13B model.", "oom"),
 ])
 def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
     (found,) = cues.parse(Source("report.txt", text))
@@ -130,11 +144,21 @@ def test_frozen_parts_of_a_model_are_no_hang() -> None:
 @pytest.mark.parametrize(("text", "symptom"), [
     ("Stuck before training", "hang_at_startup"),                 # huanngzh/EpiDiff#5 (an issue title)
     ("DDP Module training stuck during training", "hang_mid_run"),  # guyuchao/PyramidCSA#14 ('stuck at random epochs')
+    ("显存不足", "oom"),  # a Chinese title of a few characters is read too
+    ("训练卡死", "hang_mid_run"),
 ])
 def test_a_title_of_a_few_words_is_read_as_prose(text: str, symptom: str) -> None:
     """A source of one to three short lines is a title or a sentence pasted alone: two words are enough there."""
     (found,) = cues.parse(Source("title.txt", text))
     assert found.symptom == symptom and found.provenance.line == 1
+
+
+@pytest.mark.parametrize("text", [
+    "I restored the conda environment and reinstalled torch.",  # a restore that is no checkpoint
+    "The script ran to the end without any errors occurring.",  # errors said not to occur
+])
+def test_near_misses_of_the_title_families_name_nothing(text: str) -> None:
+    assert cues.parse(Source("report.txt", text)) == []
 
 
 def test_a_short_line_inside_a_longer_paste_still_needs_a_sentence() -> None:
