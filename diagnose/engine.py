@@ -149,14 +149,18 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     never outranks a line); a cause that only a symptom implies (the runbook's
     symptom table) is capped at low confidence, cites what implied the symptom, and never adds
     to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
-    how much evidence each cites, then by the earliest line, then by the order a rule lists its
-    alternatives in. A catalog family (rules/catalog/) backs a cause
+    how much evidence each cites, then by the earliest line, then by the cause's place in the symptom's
+    prior (the base rate: which of two equally backed causes is the likelier), then by the order a rule
+    lists its alternatives in. A catalog family (rules/catalog/) backs a cause
     only where no specific rule does: the same lines are not counted twice."""
     groups: dict[str, list[tuple[Finding, float]]] = defaultdict(list)
     places: dict[str, int] = {}
+    base_rate: dict[str, int] = {}  # the cause's place in the symptom prior (its table order), for equal findings
     for f, score, place in _with_alternatives(findings):
         groups[f.cause].append((f, score))
         places[f.cause] = min(place, places.get(f.cause, place))
+        if prior_only(f):
+            base_rate[f.cause] = min(place, base_rate.get(f.cause, place))
     ranked = []
     for cause_id, scored in groups.items():
         backed = [(f, sc) for f, sc in scored if not prior_only(f)]
@@ -181,7 +185,7 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
         only_words = bool(backed) and all(words_only(f) for f, _ in backed)
         key = (only_prior, only_words, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
-               places[cause_id], cause_id)
+               base_rate.get(cause_id, len(base_rate)), places[cause_id], cause_id)
         ranked.append((key, cause))
     ranked.sort(key=lambda kc: kc[0])
     return fold_refinements([c for _, c in ranked])
