@@ -146,7 +146,8 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     """Group findings by cause, combine their scores, apply the symptom prior, order best first.
 
     Causes backed by evidence come first, then causes backed only by what the report mentions (a word
-    never outranks a line); a cause that only a symptom implies (the runbook's
+    never outranks a line), then causes whose only backing restates the symptom (a process raised an
+    exception no rule explains: ``restates_symptom``); a cause that only a symptom implies (the runbook's
     symptom table) is capped at low confidence, cites what implied the symptom, and never adds
     to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
     how much evidence each cites, then by the earliest line, then by the cause's place in the symptom's
@@ -166,6 +167,10 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
         backed = [(f, sc) for f, sc in scored if not prior_only(f)]
         if any(f.rule.family != CATALOG for f, _ in backed):  # a catalog family adds nothing to a specific rule
             backed = [(f, sc) for f, sc in backed if f.rule.family != CATALOG]
+        # a finding that only restates the symptom adds no score where anything else backs the cause (still cited)
+        restated = bool(backed) and all(f.outcome.restates_symptom for f, _ in backed)
+        restating = [] if restated else [f for f, _ in backed if f.outcome.restates_symptom]
+        backed = [(f, sc) for f, sc in backed if restated or not f.outcome.restates_symptom]
         only_prior = not backed
         scored = sorted(backed or scored, key=lambda fs: (-fs[1], -specificity(fs[0])))
         group = [f for f, _ in scored]
@@ -177,14 +182,15 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             score = cap_prior(score)
             summary = f"from the runbook's symptom table for {_symptom_source(group)}: {best.message}"
         culprits = sorted(set().union(*(f.culprits for f in group)))
-        evidence = _cite(group, with_symptoms=only_prior)
+        evidence = _cite(group + restating, with_symptoms=only_prior)
         cause = Cause(
             id=cause_id, refines=best.outcome.refines, score=score, confidence=confidence_of(score),
             symptom=best.symptom, ranks=culprits, summary=summary, evidence=evidence,
             fix=best.rule.fix, rules=[f.rule.id for f in group],
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
         only_words = bool(backed) and all(words_only(f) for f, _ in backed)
-        key = (only_prior, only_words, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
+        tier = 3 if only_prior else 2 if restated else 1 if only_words else 0
+        key = (tier, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
                base_rate.get(cause_id, len(base_rate)), places[cause_id], cause_id)
         ranked.append((key, cause))
     ranked.sort(key=lambda kc: kc[0])

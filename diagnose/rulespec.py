@@ -56,6 +56,8 @@ class Outcome(BaseModel):
     culprits: str | None = Field(None, description="binding whose ranks are the culprits")
     message: str
     alternatives: tuple[str, ...] = Field((), description="causes the same evidence also fits, ranked below it")
+    restates_symptom: bool = Field(False, description="the conclusion only restates what was seen (a process "
+                                   "failed): it ranks below causes that the report's words back")
 
 
 class Explain(BaseModel):

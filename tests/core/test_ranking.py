@@ -171,3 +171,20 @@ def test_a_refinement_and_its_parent_take_one_place() -> None:
     # the parent's line and rule are kept on the entry that took its place
     assert [e.line for e in causes[0].evidence] == [1, 2]
     assert causes[0].rules == ["native", "died"]
+
+
+def test_a_bare_exception_ranks_below_what_the_report_says() -> None:
+    """process-raised-an-exception only restates the crash (a process raised something no rule explains): a
+    cause the report's words back (here a container mention) ranks above it, and it still ranks above the prior."""
+    from diagnose.evidence import Mention
+
+    exc = LogLine(signature="python_exception", rank=None, text="ValueError: size mismatch in the flat parameter",
+                  fields={"exc_type": "ValueError", "message": "size mismatch in the flat parameter"},
+                  provenance=Provenance(probe="logs", source="error.txt", line=1))
+    said = Mention(component="container", words="docker", where="prose",
+                   text="It only fails inside the docker image, not on the host.",
+                   provenance=Provenance(probe="artifacts", source="report.txt", line=1))
+    ids = [c.id for c in diagnose_evidence([exc, said], symptom="crash").causes]
+    assert ids.index("host_config") < ids.index("rank_failure"), ids
+    alone = diagnose_evidence([exc], symptom="crash").causes
+    assert alone[0].id == "rank_failure" and not alone[0].summary.startswith("from the runbook")
