@@ -1,0 +1,2 @@
+assert gradient_accumulation_steps % torch.cuda.device_count() == 0
+gradient_accumulation_steps //= torch.cuda.device_count()
