@@ -13,6 +13,8 @@ from typing import Any
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind, by_source, predicate
 
+_TIMINGS = ("throughput", "step_time", "epoch_time")  # metric series that time the run rather than score it
+
 
 def _matches(value: Any, equals: Any, at_least: float | None, below: float | None) -> bool:
     if equals is not None:
@@ -158,7 +160,7 @@ def metric_spread(ctx: Context, across: str, at_least: float, metrics: Sequence[
         key = m.seed if across == "seed" else m.world_size
         if key is None or not m.values or (metrics and m.name not in metrics):
             continue
-        if m.name in ("throughput", "step_time", "epoch_time"):
+        if m.name in _TIMINGS:
             continue
         groups[m.name].append(m)
     for name, items in groups.items():
@@ -179,7 +181,7 @@ def metric_scales_with_world_size(ctx: Context, tolerance: float = 0.02) -> Bind
     (relative): a sum over ranks where a mean was meant, or a mean divided once more by the world size."""
     groups: dict[str, dict[int, Any]] = defaultdict(dict)
     for m in ctx.of("metric_series"):
-        if m.world_size and m.values and m.name not in ("throughput", "step_time", "epoch_time"):
+        if m.world_size and m.values and m.name not in _TIMINGS:
             groups[m.name].setdefault(m.world_size, m)
     for name, by_size in groups.items():
         one = by_size.get(1)

@@ -86,17 +86,18 @@ def infer_symptoms(evidence: Sequence[Any], with_words: bool = True) -> list[Inf
     """Symptoms the artifacts suggest, strongest first (at most one per rule); ``with_words``: also the symptom the
     report's sentences describe (probes/artifacts/cues.py), which the engine asks for only when no rule fired."""
     out: list[InferredSymptom] = []
-    sentence_first: bool | None = None  # whether the first rule that holds reads a report sentence (`signatures`)
+    holding: list[dict[str, Any]] = []  # the rules that hold, in table order
     for rule in family("infer").tables["rules"]:
         hits = _holds(rule["when"], evidence)
         if hits:
             first = hits[0]
-            sentence_first = "signatures" in rule["when"] if sentence_first is None else sentence_first
+            holding.append(rule)
             out.append(InferredSymptom(symptom=rule["symptom"], basis=rule["basis"], provenance=first.provenance,
                                        missing=tuple(rule.get("missing", ())),
                                        text=f"{rule['basis']} ({len(hits)} record(s))"))
     words = [e for e in evidence if e.kind == "inferred_symptom"]
-    if sentence_first is False and len(out) > 1:  # measurements that fit several symptoms: the one the report's words name first
+    # measurements that fit several symptoms (no report sentence decided first): the one the report's words name first
+    if len(out) > 1 and "signatures" not in holding[0]["when"]:
         said = {e.symptom for e in words}
         out.sort(key=lambda found: found.symptom not in said)
     if with_words:  # last: the symptom a report's own sentences describe, the weakest prior
