@@ -16,6 +16,7 @@ from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
 from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.predicates import REGISTRY, Binding
+from diagnose.probes.artifacts import wording
 from diagnose.probes.artifacts.infer import infer_symptoms
 from diagnose.ruleset import RuleSet, load_ruleset
 from diagnose.rulespec import Outcome, PredicateCall, Rule
@@ -274,6 +275,8 @@ def diagnose_evidence(
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
     inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items, not causes)
+    if not (told or causes or inferred):  # nothing named a symptom: the last resort, what the wording resembles
+        inferred = [g for g in (wording.guess(items),) if g]
     if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
         items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
         ctx = Context(items)

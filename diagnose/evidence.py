@@ -289,6 +289,15 @@ class InferredSymptom(_Evidence):
     missing: tuple[str, ...] = Field((), description="artifacts that would separate the causes of this symptom")
 
 
+class ReportWords(_Evidence):
+    """The words of one file that the wording table knows (``probes/artifacts/wording.py``): what the engine's
+    last-resort symptom guess reads when nothing else names a symptom."""
+
+    kind: Literal["report_words"] = "report_words"
+    words: tuple[str, ...] = Field(description="known words of the file's head, sorted")
+    sentences: int = Field(0, description="lines of the file's head that read as sentences a user wrote")
+
+
 class Mention(_Evidence):
     """A component a report mentions (BatchNorm, the sampler, Ethernet, Docker, ...): weak evidence that orders
     the causes of a symptom known only from the report (``rules/artifacts/mentions.yaml``)."""
@@ -301,7 +310,7 @@ class Mention(_Evidence):
 
 Evidence = Annotated[
     LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact | HostCheck
-    | LaunchSpec | ConfigSetting | SystemFact | MetricSeries | InferredSymptom | Mention,
+    | LaunchSpec | ConfigSetting | SystemFact | MetricSeries | InferredSymptom | ReportWords | Mention,
     Field(discriminator="kind"),
 ]
 
@@ -309,7 +318,7 @@ EVIDENCE_CLASSES: dict[str, type[_Evidence]] = {
     cls.model_fields["kind"].default: cls
     for cls in (LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
                 RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact, HostCheck,
-                LaunchSpec, ConfigSetting, SystemFact, MetricSeries, InferredSymptom, Mention)
+                LaunchSpec, ConfigSetting, SystemFact, MetricSeries, InferredSymptom, ReportWords, Mention)
 }
 EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 

@@ -1,0 +1,98 @@
+"""The last-resort symptom guess from a report's wording (probes/artifacts/wording.py, rules/artifacts/wording.json):
+asked only when nothing else names a symptom, labelled as a guess, current with its labelled texts, and measured
+leave-one-corpus-out."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagnose.commands.logs import run_logs
+from diagnose.evidence import ReportWords
+from diagnose.probes.artifacts import parse, wording
+
+ROOT = Path(__file__).resolve().parents[2]
+WATCHDOG = ("[rank1]:[E1129 10:02:11.340 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=4120, OpType=ALLREDUCE, NumelIn=26214400, NumelOut=26214400, "
+            "Timeout(ms)=600000) ran for 600093 milliseconds before timing out.\n")
+
+
+def _script():  # noqa: ANN202 - the training script, loaded as a module
+    spec = importlib.util.spec_from_file_location("train_wording", ROOT / "scripts/train_wording.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_wording"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _report(tmp_path: Path, text: str, **kw: str):  # noqa: ANN202
+    (tmp_path / "report.txt").write_text(text, encoding="utf-8")
+    return run_logs([tmp_path], **kw)
+
+
+def test_a_title_no_cue_reads_is_guessed_and_labelled(tmp_path: Path) -> None:
+    # lopuhin/transformer-lm#24, the issue's title as written ('muli-gpu'): no cue word reads it
+    report = _report(tmp_path, "No speed up when using muli-gpu training\n")
+    assert report.symptom == "slow_scaling"
+    top = report.causes[0]
+    assert top.id == "communication_bound" and top.confidence == "low"
+    cited = top.evidence[0].text or ""
+    assert "wording resembles labelled reports of slow_scaling" in cited and "'speed'" in cited
+    assert "--symptom" in cited  # says it is a guess and how to correct it
+    assert any("nvidia-smi topo -m" in step or "GPUs" in step for step in report.next)
+
+
+def test_a_log_line_a_rule_reads_decides_and_the_wording_is_not_asked(tmp_path: Path) -> None:
+    report = _report(tmp_path, "the job hangs after a while, loss was fine\n" + WATCHDOG)
+    assert report.symptom == "hang_mid_run"
+    assert not any("wording resembles" in (e.text or "") for c in report.causes for e in c.evidence)
+
+
+def test_a_told_symptom_is_never_replaced(tmp_path: Path) -> None:
+    report = _report(tmp_path, "No speed up when using muli-gpu training\n", symptom="diverged")
+    assert report.symptom == "divergence"
+    assert not any("wording resembles" in (e.text or "") for c in report.causes for e in c.evidence)
+
+
+def test_too_few_known_words_guess_nothing(tmp_path: Path) -> None:
+    report = _report(tmp_path, "xyzzy plugh\n")
+    assert report.symptom is None and not report.causes
+
+
+def test_each_file_gives_its_known_words_once_from_its_head() -> None:
+    text = "loss diverges with 8 gpus\n" + "x" * (wording.HEAD_CHARS + 10) + " checkpoint resume\n"
+    found = [e for e in parse("r.txt", text)[0] if e.kind == "report_words"]
+    assert len(found) == 1
+    assert {"loss", "gpus"} <= set(found[0].words) and "resume" not in found[0].words
+
+
+@pytest.mark.parametrize("blob", [b"\x00\xff" * 50_000, "训练卡住了".encode() * 10, b"a" * 5_000_000])
+def test_bad_input_gives_words_or_nothing(blob: bytes) -> None:
+    found, _ = parse("blob.bin", blob.decode("utf-8", "replace"))
+    for e in found:
+        if e.kind == "report_words":
+            assert all(w in wording.table().words for w in e.words)
+
+
+def test_the_shipped_table_is_what_the_labelled_texts_give() -> None:
+    assert _script().main(["--check"]) == 0, "rerun scripts/train_wording.py"
+
+
+def test_the_guess_is_right_on_corpora_it_did_not_count() -> None:
+    """Leave one corpus out: right on 597 of 902 held-out reports (0.662) when measured; the floor is a little
+    under it. The cue words alone, on the reports no session had read, named the right symptom in 0.57."""
+    train = _script()
+    scores = train.cross_validate(train.texts(train.HELD_OUT))
+    right, total = (sum(x) for x in zip(*scores.values(), strict=True))
+    assert total >= 800 and right / total >= 0.64
+    assert sum(1 for r, t in scores.values() if r / t < 0.4) <= 2  # no broad failure on whole corpora
+
+
+def test_a_guess_names_the_words_that_lean_to_it() -> None:
+    got = wording.guess([ReportWords(words=("loss", "nan", "diverges", "gpus"))])
+    assert got is not None and got.symptom == "divergence"
+    assert "'nan'" in got.basis or "'diverges'" in got.basis
