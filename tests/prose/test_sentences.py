@@ -34,15 +34,17 @@ SENTENCES: list[dict[str, Any]] = yaml.safe_load(
 )["sentences"]
 
 # measured with the cues of this commit (right = the labelled symptom or an `also`; none = no symptom named):
-# write 0.930 right / 0.019 wrong, measure 0.756 / 0.046, negatives quiet 0.943. The batch of 250 short titles and
-# first sentences added in session 13 is harder than the sentences before it: with the cues as they were it
-# measured write 0.698 / 0.039 and measure 0.711 / 0.058 on its own, which took the measure wrong share from 0.037
-# to 0.044 and the quiet negatives from 0.961 to 0.943 before any cue was edited; the caps follow the data.
+# write 0.930 right / 0.019 wrong, measure 0.756 / 0.046, negatives quiet 0.943 over the first 819 sentences. The
+# 964 gathered in session 14 (issue titles and first sentences of 545 threads, to train the wording guess of
+# probes/artifacts/wording.py) were never read while cues were written, so both of their halves are measurements:
+# the cues name the right symptom in 0.60 of their symptom sentences (0.601 write half, 0.586 measure half) with
+# 0.04-0.05 wrong, which took the whole file to write 0.783 / measure 0.693 right and the quiet negatives to 0.928.
+# No cue was edited for them; the floors follow the data. Under the cues the wording guess takes what they leave.
 FLOORS = {  # split: (least right share, most wrong share)
-    "write": (0.92, 0.02),
-    "measure": (0.74, 0.05),
+    "write": (0.77, 0.035),
+    "measure": (0.68, 0.055),
 }
-NEGATIVES_QUIET = 0.93  # of the sentences that describe no symptom, the share that must name none
+NEGATIVES_QUIET = 0.92  # of the sentences that describe no symptom, the share that must name none
 
 
 def _named(text: str) -> str:
