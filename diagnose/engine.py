@@ -251,6 +251,11 @@ def _cite(group: Sequence[Finding], with_symptoms: bool = False) -> list[Evidenc
     return refs[:MAX_EVIDENCE_PER_CAUSE]
 
 
+# where a symptom may be guessed from a report's wording: a user's files read post mortem (or the library call),
+# never a live hang, a preflight, or the run record (whose facts are never guessed)
+GUESSING_COMMANDS = frozenset({"logs", None})
+
+
 @lru_cache(maxsize=8)
 def _cached_ruleset(extra: tuple[str, ...]) -> RuleSet:
     return load_ruleset([Path(p) for p in extra])
@@ -275,7 +280,7 @@ def diagnose_evidence(
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
     inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items, not causes)
-    if not (told or causes or inferred):  # nothing named a symptom: the last resort, what the wording resembles
+    if not (told or causes or inferred) and command in GUESSING_COMMANDS:  # the last resort: what the wording resembles
         inferred = [g for g in (wording.guess(items),) if g]
     if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
         items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]

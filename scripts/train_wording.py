@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "rules" / "artifacts" / "wording.json"
 SYMPTOMS = ("crash", "oom", "hang_at_startup", "hang_mid_run", "slow_step", "slow_scaling", "divergence",
             "resume_mismatch")
-HELD_OUT = ("heldout24", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31")
+# the corpora nobody has read yet (gathered in sessions 13 and 14): the honest measure, never counted
+HELD_OUT = ("heldout27", "heldout28", "heldout29", "heldout30", "heldout31", "heldout32", "heldout33")
 MIN_DOCUMENTS = 3
 ALPHA = 0.5
 MIN_WORDS = 2

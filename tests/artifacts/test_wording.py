@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from diagnose.commands.logs import run_logs
+from diagnose.engine import diagnose_evidence
 from diagnose.evidence import ReportWords
 from diagnose.probes.artifacts import parse, wording
 
@@ -83,12 +84,12 @@ def test_the_shipped_table_is_what_the_labelled_texts_give() -> None:
 
 
 def test_the_guess_is_right_on_corpora_it_did_not_count() -> None:
-    """Leave one corpus out: right on 611 of 902 held-out reports (0.677) when measured; the floor is a little
+    """Leave one corpus out: right on 654 of 963 held-out reports (0.679) when measured; the floor is a little
     under it. The cue words alone, on the reports no session had read, named the right symptom in 0.57."""
     train = _script()
     scores = train.cross_validate(train.texts(train.HELD_OUT))
     right, total = (sum(x) for x in zip(*scores.values(), strict=True))
-    assert total >= 800 and right / total >= 0.65
+    assert total >= 900 and right / total >= 0.65
     assert sum(1 for r, t in scores.values() if r / t < 0.4) <= 2  # no broad failure on whole corpora
 
 
@@ -96,3 +97,13 @@ def test_a_guess_names_the_words_that_lean_to_it() -> None:
     got = wording.guess([ReportWords(words=("loss", "nan", "diverges", "gpus"))])
     assert got is not None and got.symptom == "divergence"
     assert "'nan'" in got.basis or "'diverges'" in got.basis
+
+
+@pytest.mark.parametrize("command", ["hang", "record", "preflight", "report"])
+def test_only_a_post_mortem_read_guesses(command: str) -> None:
+    """A live hang, the run record (whose facts are never guessed), a preflight and the merged hook reports never
+    take a symptom from wording; `diagnose logs` does."""
+    found, _ = parse("report.txt", "No speed up when using muli-gpu training\n")
+    assert diagnose_evidence(found, command="logs").symptom == "slow_scaling"
+    report = diagnose_evidence(found, command=command)
+    assert report.symptom is None and not report.causes
