@@ -28,6 +28,7 @@ from diagnose.probes.artifacts.spec import artifacts_dir, family
 
 __all__ = ["words", "parse", "guess", "table", "WordTable", "HEAD_CHARS"]
 
+LEANS = math.log(1.5)  # a word named in the basis is half again as frequent in the guessed symptom's reports
 HEAD_CHARS = 16384  # a report's words are at its head; a long log's later lines repeat the same few
 _TOKEN = re.compile(  # regex: words and CJK characters of free text, not tool output
     r"[a-z][a-z0-9_']{2,}|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
@@ -114,7 +115,8 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None) -> Infe
     runner = max((s for i, s in enumerate(scores) if i != best), default=scores[best])
     symptom = t.symptoms[best]
     # the words that speak most for it against the average symptom
-    lean = sorted(known, key=lambda w: -(loglik[w][best] - sum(loglik[w]) / len(loglik[w])))[:6]
+    leaning = sorted(((loglik[w][best] - sum(loglik[w]) / len(loglik[w]), w) for w in known), reverse=True)
+    lean = [w for tilt, w in leaning[:5] if tilt >= LEANS] or [w for _, w in leaning[:3]]
     said = ", ".join(f"'{w}'" for w in lean)
     basis = (f"the report's wording resembles labelled reports of {symptom} ({said}; {_odds(scores[best] - runner)}); "
              f"a guess: name what you saw with --symptom")
