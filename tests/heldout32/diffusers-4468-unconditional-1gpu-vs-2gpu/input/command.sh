@@ -1,0 +1,1 @@
+accelerate launch --gpu_ids=0  --num_processes=1  train_unconditional.py --train_batch_size 64 --checkpointing_steps 1000 --save_model_epochs 500 --learning_rate 1e-4 --train_data_dir ./datasets/fontimages/ --output_dir ./result_uncondition_1e4_64 --ddpm_num_inference_steps 20 --num_epochs 5000
