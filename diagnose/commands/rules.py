@@ -12,6 +12,7 @@ from diagnose.authoring.fixtures import run_case
 from diagnose.errors import RuleSetError
 from diagnose.graph import check_graph
 from diagnose.probes.artifacts.spec import check_families
+from diagnose.probes.artifacts.wording import check_table
 from diagnose.probes.logs.signatures import check_declared
 from diagnose.ruleset import load_ruleset
 
@@ -50,6 +51,7 @@ def _check(ruleset, stream: TextIO) -> int:  # noqa: ANN001
     problems = [str(e) for e in check_graph(ruleset)]
     problems += [str(e) for e in check_declared(ruleset.signatures)]
     problems += [str(e) for e in check_families()]  # artifact patterns: examples and near misses
+    problems += check_table()  # the wording guess's word counts
     cases = 0
     for rule in ruleset.rules:
         test = Path(rule.source).with_name(f"{rule.id}.test.yaml")

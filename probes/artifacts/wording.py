@@ -26,7 +26,7 @@ from diagnose.probes.artifacts import cues
 from diagnose.probes.artifacts.source import Source
 from diagnose.probes.artifacts.spec import artifacts_dir, family
 
-__all__ = ["words", "parse", "guess", "table", "WordTable", "HEAD_CHARS"]
+__all__ = ["words", "parse", "guess", "table", "check_table", "WordTable", "HEAD_CHARS"]
 
 LEANS = math.log(1.5)  # a word named in the basis is half again as frequent in the guessed symptom's reports
 HEAD_CHARS = 16384  # a report's words are at its head; a long log's later lines repeat the same few
@@ -81,6 +81,16 @@ def words(text: str) -> set[str]:
 def table() -> WordTable:
     """The shipped word table, validated once per process."""
     return WordTable.model_validate(json.loads((artifacts_dir() / "wording.json").read_text(encoding="utf-8")))
+
+
+def check_table() -> list[str]:
+    """What is wrong with the shipped word table (``diagnose rules check``): nothing, or one located message."""
+    path = artifacts_dir() / "wording.json"
+    try:
+        WordTable.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError and json's decode error are ValueErrors
+        return [f"{path}: {str(exc).splitlines()[0][:200]}"]
+    return []
 
 
 def parse(src: Source) -> list[Any]:

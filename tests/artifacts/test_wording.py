@@ -107,3 +107,12 @@ def test_only_a_post_mortem_read_guesses(command: str) -> None:
     assert diagnose_evidence(found, command="logs").symptom == "slow_scaling"
     report = diagnose_evidence(found, command=command)
     assert report.symptom is None and not report.causes
+
+
+def test_rules_check_reports_a_broken_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "wording.json").write_text('{"description": "x", "words": {}}', encoding="utf-8")
+    monkeypatch.setattr(wording, "artifacts_dir", lambda: tmp_path)
+    (problem,) = wording.check_table()
+    assert "wording.json" in problem
+    monkeypatch.undo()
+    assert wording.check_table() == []
