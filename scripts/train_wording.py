@@ -29,7 +29,8 @@ OUT = ROOT / "rules" / "artifacts" / "wording.json"
 SYMPTOMS = ("crash", "oom", "hang_at_startup", "hang_mid_run", "slow_step", "slow_scaling", "divergence",
             "resume_mismatch")
 # the corpora nobody has read yet (gathered in sessions 13 and 14): the honest measure, never counted
-HELD_OUT = ("heldout27", "heldout28", "heldout29", "heldout30", "heldout31", "heldout32", "heldout33")
+HELD_OUT = ("heldout27", "heldout28", "heldout29", "heldout30", "heldout31", "heldout32", "heldout33",
+            "heldout34", "heldout35")
 MIN_DOCUMENTS = 3
 ALPHA = 0.5
 MIN_WORDS = 2
