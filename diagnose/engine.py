@@ -280,8 +280,9 @@ def diagnose_evidence(
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
     inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items, not causes)
-    if not (told or causes or inferred) and command in GUESSING_COMMANDS:  # the last resort: what the wording resembles
-        inferred = [g for g in (wording.guess(items),) if g]
+    # the last resort, where nothing named a symptom: what the report's wording resembles
+    if not (told or causes or inferred) and command in GUESSING_COMMANDS and (guessed := wording.guess(items)):
+        inferred = [guessed]
     if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
         items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
         ctx = Context(items)

@@ -23,11 +23,11 @@ import yaml
 
 from diagnose.evidence import ReportWords
 from diagnose.probes.artifacts.wording import HEAD_CHARS, WordTable, guess, words
+from diagnose.vocab import SYMPTOMS as VOCABULARY
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "rules" / "artifacts" / "wording.json"
-SYMPTOMS = ("crash", "oom", "hang_at_startup", "hang_mid_run", "slow_step", "slow_scaling", "divergence",
-            "resume_mismatch")
+SYMPTOMS = tuple(VOCABULARY)  # the table's columns: the contract's symptoms, in its order
 # the corpora nobody has read yet (gathered in sessions 13 and 14): the honest measure, never counted
 HELD_OUT = ("heldout27", "heldout28", "heldout29", "heldout30", "heldout31", "heldout32", "heldout33",
             "heldout34", "heldout35")

@@ -25,6 +25,7 @@ from diagnose.evidence import InferredSymptom, ReportWords
 from diagnose.probes.artifacts import cues
 from diagnose.probes.artifacts.source import Source
 from diagnose.probes.artifacts.spec import artifacts_dir, family
+from diagnose.vocab import SYMPTOMS
 
 __all__ = ["words", "parse", "guess", "table", "check_table", "WordTable", "HEAD_CHARS"]
 
@@ -50,6 +51,9 @@ class WordTable(BaseModel):
     def _shapes(self) -> WordTable:
         if set(self.documents) != set(self.symptoms):
             raise ValueError("documents must count every symptom")
+        unknown = set(self.symptoms) - set(SYMPTOMS)
+        if unknown:
+            raise ValueError(f"symptoms outside the contract: {sorted(unknown)}")
         bad = [w for w, counts in self.words.items() if len(counts) != len(self.symptoms)]
         if bad:
             raise ValueError(f"words with the wrong number of counts: {bad[:5]}")
@@ -77,19 +81,22 @@ def words(text: str) -> set[str]:
     return out
 
 
+def _load() -> WordTable:
+    return WordTable.model_validate(json.loads((artifacts_dir() / "wording.json").read_text(encoding="utf-8")))
+
+
 @lru_cache(maxsize=1)
 def table() -> WordTable:
     """The shipped word table, validated once per process."""
-    return WordTable.model_validate(json.loads((artifacts_dir() / "wording.json").read_text(encoding="utf-8")))
+    return _load()
 
 
 def check_table() -> list[str]:
     """What is wrong with the shipped word table (``diagnose rules check``): nothing, or one located message."""
-    path = artifacts_dir() / "wording.json"
     try:
-        WordTable.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        _load()
     except (OSError, ValueError) as exc:  # pydantic's ValidationError and json's decode error are ValueErrors
-        return [f"{path}: {str(exc).splitlines()[0][:200]}"]
+        return [f"{artifacts_dir() / 'wording.json'}: {str(exc).splitlines()[0][:200]}"]
     return []
 
 
