@@ -140,6 +140,8 @@ def _first_time(group: Sequence[Finding]) -> float:
     return min(times) if times else float("inf")
 
 
+RUNNER_UP_FACTOR = 0.5  # a cause of the runner-up symptom scores half the guessed symptom's first cause
+PRIOR_SUMMARY = "from the runbook's symptom table for"  # how a cause that only a symptom implies is introduced
 CATALOG = "catalog"  # rules/catalog/: what a family of catalog signatures means when no rule of its own speaks
 
 
@@ -181,7 +183,7 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
         summary = best.message
         if only_prior:
             score = cap_prior(score)
-            summary = f"from the runbook's symptom table for {_symptom_source(group)}: {best.message}"
+            summary = f"{PRIOR_SUMMARY} {_symptom_source(group)}: {best.message}"
         culprits = sorted(set().union(*(f.culprits for f in group)))
         evidence = _cite(group + restating, with_symptoms=only_prior)
         cause = Cause(
@@ -272,7 +274,7 @@ def diagnose_evidence(
 ) -> Report:
     """Run every rule over the evidence and return the ranked report."""
     told = set(resolve_symptom(symptom)) if symptom else set()
-    items = list(evidence)
+    items = wording.settle(evidence) if command in GUESSING_COMMANDS and not told else list(evidence)
     items += crossrank.derive(items)
     scaling = _scaling(items)
     items += [ReportedSymptom(symptom=s, text=f"--symptom {symptom}") for s in sorted(told)]
@@ -287,6 +289,8 @@ def diagnose_evidence(
         items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
         ctx = Context(items)
         causes = rank_causes(evaluate(ruleset, ctx), set())
+        if inferred[0].runner_up and causes and causes[0].summary.startswith(PRIOR_SUMMARY):
+            causes = _with_runner_up(ruleset, items, inferred[0], causes)
     report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))
     report.symptom = sorted(told)[0] if len(told) == 1 else _symptom(causes, inferred)
     report.next = _next_steps(ruleset, causes) if causes or command != "preflight" else []
@@ -296,6 +300,21 @@ def diagnose_evidence(
     if scaling:
         report.scaling = scaling
     return report
+
+
+def _with_runner_up(ruleset: RuleSet, items: list[Any], inferred: Any, causes: list[Cause]) -> list[Cause]:
+    """A close guess of the symptom (nothing but a prior names a cause): the runner-up symptom's first prior cause
+    takes second place, so the top three span both readings; the guessed symptom's first cause stays first."""
+    runner = ReportedSymptom(symptom=inferred.runner_up,
+                             text=f"inferred, the runner-up to {inferred.symptom}: {inferred.basis}")
+    kept = [e for e in items if e.kind != "reported_symptom"]
+    named = {c.refines or c.id for c in causes[:2]}
+    for cause in rank_causes(evaluate(ruleset, Context([*kept, runner])), set()):
+        if cause.summary.startswith(PRIOR_SUMMARY) and (cause.refines or cause.id) not in named:
+            rest = [c for c in causes[1:] if (c.refines or c.id) != (cause.refines or cause.id)]
+            cause.score = round(min(cause.score, causes[0].score) * RUNNER_UP_FACTOR, 4)  # the less likely reading
+            return [causes[0], cause, *rest]
+    return causes
 
 
 def _symptom(causes: Sequence[Cause], inferred: Sequence[Any]) -> str | None:

@@ -287,6 +287,9 @@ class InferredSymptom(_Evidence):
     symptom: str
     basis: str = Field(description="what was seen that suggests it")
     missing: tuple[str, ...] = Field((), description="artifacts that would separate the causes of this symptom")
+    undecided: tuple[str, ...] = Field((), description="symptoms the basis cannot tell apart (a bare hang word says "
+                                                       "nothing of when): the report's wording picks one of them")
+    runner_up: str | None = Field(None, description="the next likeliest symptom where the reading was close")
 
 
 class ReportWords(_Evidence):

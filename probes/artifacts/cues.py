@@ -73,9 +73,10 @@ def contrasts(lines: list[tuple[int, str]], spec: FamilySpec, launched_multi: bo
 
 
 def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
-                launched_multi: bool = False) -> dict[str, tuple[int, int, list[str]]]:
-    """Per symptom: (score, line of its strongest cue, the cue words seen). ``launched_multi``: a line of the
-    report (a command, not a sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
+                launched_multi: bool = False) -> dict[str, tuple[int, int, list[str], tuple[str, ...]]]:
+    """Per symptom: (score, line of its strongest cue, the cue words seen, the symptoms its fallback cue stood
+    for when only a fallback cue named it, else ()). ``launched_multi``: a line of the report (a command, not a
+    sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
     point, negated = spec.rx("decimal_point"), spec.rx("negated_before")
     bare = spec.rx("bare_contraction")  # 'doesnt' reads as "doesn't", a typographic apostrophe as a plain one
     lines = [(no, bare.sub(r"\1n't", point.sub(",", text.replace("\u2019", "'")))) for no, text in lines]  # 69.9: a number
@@ -94,7 +95,7 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 m = rx.search(text)
                 if m is None or negated.search(text, max(0, m.start() - 60), m.start()):  # "not a memory issue"
                     continue
-                entry = found.setdefault(symptom, [0, 0, no, [], fallbacks])
+                entry = found.setdefault(symptom, [0, 0, no, [], silenced_by if fallbacks else ()])
                 entry[0] += weight
                 if weight > entry[1]:
                     entry[1], entry[2] = weight, no
@@ -106,7 +107,7 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 if other in found:
                     found[absorber][0] += found[other][0]
                     found[absorber][3] += found.pop(other)[3]
-    return {s: (score, line, words) for s, (score, _, line, words, _) in found.items()}
+    return {s: (score, line, words, stood_for) for s, (score, _, line, words, stood_for) in found.items()}
 
 
 def parse(src: Source) -> list[Any]:
@@ -120,13 +121,15 @@ def parse(src: Source) -> list[Any]:
     ranked = sorted(scores.items(), key=lambda kv: -kv[1][0])
     if not ranked:
         return []
-    symptom, (score, line, seen) = ranked[0]
+    symptom, (score, line, seen, stood_for) = ranked[0]
     runner_up = ranked[1][1][0] if len(ranked) > 1 else 0
     if score < spec.tables["min_score"] or score <= spec.tables["tentative_margin"] * runner_up:
         return []
     words = ", ".join(dict.fromkeys(f"'{w}'" for w in seen))[:200]
-    if score < spec.tables["margin"] * runner_up:  # ahead, but not clearly: said so
+    if score < spec.tables["margin"] * runner_up:  # ahead, but not clearly: said so, and the wording may settle it
         words = f"{words}; ahead of {ranked[1][0]} ({runner_up}) but not clearly"
+        stood_for = tuple(dict.fromkeys([*(stood_for or (symptom,)), ranked[1][0]]))
     return [InferredSymptom(symptom=symptom, basis=f"{BASIS} ({words})", provenance=src.prov(line), rank=src.rank,
-                            missing=tuple(spec.tables["missing"].get(symptom, ())),
+                            missing=tuple(spec.tables["missing"].get(symptom, ())), undecided=stood_for,
+                            runner_up=ranked[1][0] if score < spec.tables["margin"] * runner_up else None,
                             text=f"{symptom}: {words} (score {score} vs {runner_up})")]

@@ -27,8 +27,9 @@ from diagnose.probes.artifacts.source import Source
 from diagnose.probes.artifacts.spec import artifacts_dir, family
 from diagnose.vocab import SYMPTOMS
 
-__all__ = ["words", "parse", "guess", "table", "check_table", "WordTable", "HEAD_CHARS"]
+__all__ = ["words", "parse", "guess", "settle", "table", "check_table", "WordTable", "HEAD_CHARS"]
 
+CLOSE = math.log(3)  # a guess less than 3:1 over the next symptom names that symptom as its runner-up
 LEANS = math.log(1.5)  # a word named in the basis is half again as frequent in the guessed symptom's reports
 HEAD_CHARS = 16384  # a report's words are at its head; a long log's later lines repeat the same few
 _TOKEN = re.compile(  # regex: words and CJK characters of free text, not tool output
@@ -112,10 +113,12 @@ def parse(src: Source) -> list[Any]:
                         text=f"{len(known)} word(s) the wording table knows, {sentences} sentence(s)")]
 
 
-def guess(evidence: Sequence[Any], words_table: WordTable | None = None) -> InferredSymptom | None:
+def guess(evidence: Sequence[Any], words_table: WordTable | None = None,
+          among: Sequence[str] = ()) -> InferredSymptom | None:
     """The symptom whose labelled reports the report's words resemble most (by ``words_table``, the shipped one
-    by default), or None with too few known words. Files that show steps going by and hold no sentence a user
-    wrote are a run's output, not a report of trouble: a healthy run is given no symptom."""
+    by default; only ``among`` these symptoms when given), or None with too few known words. Files that show steps
+    going by and hold no sentence a user wrote are a run's output, not a report of trouble: a healthy run is given
+    no symptom."""
     t = words_table or table()
     sampled = [e for e in evidence if e.kind == "report_words"]
     if not any(e.sentences for e in sampled) and any(e.kind == "step_metric" for e in evidence):
@@ -128,8 +131,11 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None) -> Infe
     for w in known:
         for i, value in enumerate(loglik[w]):
             scores[i] += value
+    if among:  # the others are out of the question: the lowest score there is
+        scores = [v if t.symptoms[i] in among else -math.inf for i, v in enumerate(scores)]
     best = max(range(len(scores)), key=scores.__getitem__)
-    runner = max((s for i, s in enumerate(scores) if i != best), default=scores[best])
+    second = max((i for i in range(len(scores)) if i != best), key=scores.__getitem__, default=best)
+    runner = scores[second]
     symptom = t.symptoms[best]
     # the words that speak most for it against the average symptom
     leaning = sorted(((loglik[w][best] - sum(loglik[w]) / len(loglik[w]), w) for w in known), reverse=True)
@@ -137,9 +143,23 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None) -> Infe
     said = ", ".join(f"'{w}'" for w in lean)
     basis = (f"the report's wording resembles labelled reports of {symptom} ({said}; {_odds(scores[best] - runner)}); "
              f"a guess: name what you saw with --symptom")
+    close = second != best and scores[best] - runner < CLOSE
     return InferredSymptom(symptom=symptom, basis=basis, provenance=sampled[0].provenance,
                            missing=tuple(family("cues").tables["missing"].get(symptom, ())),
+                           runner_up=t.symptoms[second] if close else None,
                            text=f"{symptom} from {len(known)} known word(s): {said}")
+
+
+def settle(evidence: Sequence[Any]) -> list[Any]:
+    """``evidence`` with each symptom a cue could not decide (``undecided``: a bare hang word says nothing of when)
+    decided by the report's wording among the candidates; unchanged where too few words are known."""
+    out = list(evidence)
+    for i, e in enumerate(out):
+        if e.kind == "inferred_symptom" and e.undecided and (g := guess(evidence, among=e.undecided)):
+            basis = f"{e.basis}; which of {' or '.join(e.undecided)}: {g.basis}"
+            out[i] = e.model_copy(update={"symptom": g.symptom, "basis": basis, "missing": g.missing,
+                                          "undecided": (), "runner_up": g.runner_up, "text": f"{e.text}; {g.text}"})
+    return out
 
 
 def _odds(margin: float) -> str:

@@ -116,3 +116,44 @@ def test_rules_check_reports_a_broken_table(tmp_path: Path, monkeypatch: pytest.
     assert "wording.json" in problem
     monkeypatch.undo()
     assert wording.check_table() == []
+
+
+def test_a_bare_hang_word_takes_its_timing_from_the_wording(tmp_path: Path) -> None:
+    # a hang word that says nothing of when (cues.yaml's fallback cue): the wording picks start-up or mid-run
+    late = _report(tmp_path, "Multi-GPU training gets stuck\n")
+    assert late.symptom == "hang_mid_run" and late.causes[0].id == "collective_mismatch"
+    cited = late.causes[0].evidence[0].text or ""
+    assert "'stuck'" in cited and "which of hang_at_startup or hang_mid_run" in cited
+    assert "wording resembles labelled reports of hang_mid_run" in cited
+    early = _report(tmp_path, "dist.init hangs forever\n")
+    assert early.symptom == "hang_at_startup" and early.causes[0].id == "nccl_setup"
+
+
+def test_a_close_guess_names_the_runner_up_symptoms_first_cause_second(tmp_path: Path) -> None:
+    report = _report(tmp_path, "My DDP training hangs.\n")
+    first, second = report.causes[:2]
+    assert report.symptom == "hang_mid_run" and first.id == "collective_mismatch" and first.score == 0.3
+    assert second.id == "nccl_setup" and second.score == 0.15  # the start-up reading, at half the score
+    assert "runner-up to hang_mid_run" in second.summary
+    assert len({c.id for c in report.causes}) == len(report.causes)
+
+
+def test_a_clear_guess_names_no_runner_up(tmp_path: Path) -> None:
+    report = _report(tmp_path, "dist.init hangs forever\n")
+    assert not any("runner-up" in c.summary for c in report.causes)
+    assert [c.id for c in report.causes[:2]] == ["nccl_setup", "rendezvous_misconfig"]
+
+
+def test_told_a_hang_the_wording_settles_nothing(tmp_path: Path) -> None:
+    report = _report(tmp_path, "My DDP training hangs.\n", symptom="hang_at_startup")
+    assert report.symptom == "hang_at_startup" and report.causes[0].id == "nccl_setup"
+    assert not any("which of" in (e.text or "") or "runner-up" in c.summary for c in report.causes
+                   for e in c.evidence)
+
+
+def test_the_guess_keeps_to_the_candidates_it_is_given() -> None:
+    sampled = [ReportWords(words=("loss", "nan", "diverges", "gpus", "hangs"))]
+    free = wording.guess(sampled)
+    held = wording.guess(sampled, among=("hang_at_startup", "hang_mid_run"))
+    assert free is not None and free.symptom == "divergence"
+    assert held is not None and held.symptom in ("hang_at_startup", "hang_mid_run")
