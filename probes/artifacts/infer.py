@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from diagnose.evidence import InferredSymptom
+from diagnose.probes.artifacts import wording
 from diagnose.probes.artifacts.spec import family
 
 USES_SIGNATURES = frozenset({"report_worse_results_with_more_gpus", "report_slower_with_more_gpus"})
@@ -63,6 +64,8 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
     if when.get("launch_only"):
         if any(e.kind == "inferred_symptom" for e in ev):
             return None  # the report's own sentences name what was seen: they say more than the launch alone
+        if any(e.kind == "report_words" and e.sentences for e in ev) and wording.guess(ev):
+            return None  # so do sentences no cue reads: the wording guess (the engine's last resort) speaks then
         # a script's own calls (launcher "code") say how it sets up ranks, not that a launch is all there is
         launches = [e for e in ev if e.kind == "launch_spec" and e.launcher != "code"]
         # lines matched inside the launch files themselves (--nproc-per-node, a python call) describe the launch,

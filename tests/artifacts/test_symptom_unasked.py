@@ -111,6 +111,15 @@ def test_output_in_another_file_is_a_run(tmp_path: Path) -> None:
     assert not any("nothing that ran" in (e.text or "") for c in report.causes for e in c.evidence)
 
 
+def test_a_sentence_beside_the_launch_outranks_the_launch_alone(tmp_path: Path) -> None:
+    # a sentence no cue reads still says more than the launch: the wording guess speaks, not "nothing that ran"
+    said = TWO_NODE_TORCHRUN.splitlines()[0] + "\nThis is the command I use on each of the two machines, what should I check?\n"
+    report = run_logs([_folder(tmp_path, {"report.txt": said})])
+    cited = report.causes[0].evidence[0].text or ""
+    assert "wording resembles labelled reports of" in cited and "'nnodes'" in cited
+    assert not any("nothing that ran" in (e.text or "") for c in report.causes for e in c.evidence)
+
+
 # What users wrote in public threads (the signatures' examples in rules/signatures/user_reports.yaml)
 REPORTS = [
     ("NCCL_P2P_DISABLE=1 works for me.\n", "hang_at_startup", "host_config"),  # deepspeedai/DeepSpeed#4433
