@@ -126,10 +126,11 @@ def parse(src: Source) -> list[Any]:
     if score < spec.tables["min_score"] or score <= spec.tables["tentative_margin"] * runner_up:
         return []
     words = ", ".join(dict.fromkeys(f"'{w}'" for w in seen))[:200]
-    if score < spec.tables["margin"] * runner_up:  # ahead, but not clearly: said so, and the wording may settle it
+    close = score < spec.tables["margin"] * runner_up
+    if close:  # ahead, but not clearly: said so, and the wording may settle it
         words = f"{words}; ahead of {ranked[1][0]} ({runner_up}) but not clearly"
         stood_for = tuple(dict.fromkeys([*(stood_for or (symptom,)), ranked[1][0]]))
     return [InferredSymptom(symptom=symptom, basis=f"{BASIS} ({words})", provenance=src.prov(line), rank=src.rank,
                             missing=tuple(spec.tables["missing"].get(symptom, ())), undecided=stood_for,
-                            runner_up=ranked[1][0] if score < spec.tables["margin"] * runner_up else None,
+                            runner_up=ranked[1][0] if close else None,
                             text=f"{symptom}: {words} (score {score} vs {runner_up})")]

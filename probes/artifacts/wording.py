@@ -132,6 +132,8 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None,
         for i, value in enumerate(loglik[w]):
             scores[i] += value
     if among:  # the others are out of the question: the lowest score there is
+        if not set(among) & set(t.symptoms):
+            return None
         scores = [v if t.symptoms[i] in among else -math.inf for i, v in enumerate(scores)]
     best = max(range(len(scores)), key=scores.__getitem__)
     second = max((i for i in range(len(scores)) if i != best), key=scores.__getitem__, default=best)

@@ -157,3 +157,7 @@ def test_the_guess_keeps_to_the_candidates_it_is_given() -> None:
     held = wording.guess(sampled, among=("hang_at_startup", "hang_mid_run"))
     assert free is not None and free.symptom == "divergence"
     assert held is not None and held.symptom in ("hang_at_startup", "hang_mid_run")
+
+
+def test_candidates_the_table_does_not_know_guess_nothing() -> None:
+    assert wording.guess([ReportWords(words=("loss", "nan", "hangs"))], among=("not_a_symptom",)) is None
