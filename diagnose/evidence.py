@@ -311,9 +311,20 @@ class Mention(_Evidence):
     where: Literal["prose", "code"] = Field(description="a sentence the user wrote, or a command, code or config line")
 
 
+class CodeFact(_Evidence):
+    """A distributed-training pattern a pasted training script shows (``rules/artifacts/code_facts.yaml``): a
+    collective under a one-rank branch, torch.load without map_location, a DistributedSampler never given its
+    epoch, ... Code is text, never run."""
+
+    kind: Literal["code_fact"] = "code_fact"
+    fact: str = Field(description="what the script shows, e.g. collective_under_rank_guard (code_facts.yaml)")
+    call: str = Field(description="the call or construct at the cited line, as written")
+    guard: str | None = Field(None, description="the condition of the enclosing one-rank branch, as written")
+
+
 Evidence = Annotated[
     LogLine | RankExit | CollectiveState | ProcessGroup | RankStatus | StackSample | RankEnv | StepMetric | CheckpointContent | MemoryState | ReportedSymptom | ScalingFact | HostCheck
-    | LaunchSpec | ConfigSetting | SystemFact | MetricSeries | InferredSymptom | ReportWords | Mention,
+    | LaunchSpec | ConfigSetting | SystemFact | MetricSeries | InferredSymptom | ReportWords | Mention | CodeFact,
     Field(discriminator="kind"),
 ]
 
@@ -321,7 +332,7 @@ EVIDENCE_CLASSES: dict[str, type[_Evidence]] = {
     cls.model_fields["kind"].default: cls
     for cls in (LogLine, RankExit, CollectiveState, ProcessGroup, RankStatus, StackSample,
                 RankEnv, StepMetric, CheckpointContent, MemoryState, ReportedSymptom, ScalingFact, HostCheck,
-                LaunchSpec, ConfigSetting, SystemFact, MetricSeries, InferredSymptom, ReportWords, Mention)
+                LaunchSpec, ConfigSetting, SystemFact, MetricSeries, InferredSymptom, ReportWords, Mention, CodeFact)
 }
 EVIDENCE_KINDS: frozenset[str] = frozenset(EVIDENCE_CLASSES)
 

@@ -231,3 +231,14 @@ def config_differs(ctx: Context, fields: Sequence[str]) -> Binding | None:
             return bind(cited, field=name, values=" vs ".join(sorted(by_value)),
                          formats=", ".join(sorted({c.format for c in cited})))
     return None
+
+
+@predicate(binds=("fact", "call", "guard", "line"), kinds=("code_fact",))
+def code_fact(ctx: Context, facts: Sequence[str]) -> Binding | None:
+    """A pasted training script shows one of the ``facts`` (``rules/artifacts/code_facts.yaml``)."""
+    hits = [f for f in ctx.of("code_fact") if f.fact in facts]
+    if not hits:
+        return None
+    first = hits[0]
+    return bind(hits[:5], fact=first.fact, call=first.call, guard=first.guard or "",
+                line=first.provenance.line if first.provenance else "?")

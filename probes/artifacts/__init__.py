@@ -11,6 +11,7 @@ from typing import Any, AnyStr
 
 from diagnose.evidence import dump_evidence
 from diagnose.probes.artifacts import (
+    code_facts,
     configs,
     cues,
     launch,
@@ -25,12 +26,12 @@ from diagnose.probes.artifacts.source import Source
 
 __all__ = ["parse", "records", "pieces", "FAMILIES", "HEAD_BYTES", "TAIL_BYTES", "MAX_BYTES", "PRODUCES"]
 
-FAMILIES = (launch, launch_code, configs, system, metrics, prose, cues, mentions, wording)
+FAMILIES = (launch, launch_code, code_facts, configs, system, metrics, prose, cues, mentions, wording)
 HEAD_BYTES = 1 << 20   # a pasted artifact is read whole; of a longer file (a log) its head and its tail:
 TAIL_BYTES = 256 << 10  # launch commands, env and configs are printed first, results tables last
 MAX_BYTES = 8 << 20    # never more is decoded (the log probe's view is 8 MiB)
 PRODUCES = frozenset({"launch_spec", "config_setting", "system_fact", "metric_series", "step_metric",
-                      "inferred_symptom", "mention", "report_words"})
+                      "inferred_symptom", "mention", "report_words", "code_fact"})
 
 
 def pieces(buf: AnyStr) -> list[tuple[int, AnyStr]]:

@@ -18,7 +18,7 @@ from diagnose.evidence import LaunchSpec
 from diagnose.probes.artifacts.source import Source, to_int
 from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 
-__all__ = ["parse", "code_lines", "scope"]
+__all__ = ["parse", "code_lines", "scope", "strip_comment", "in_string", "joined_call"]
 
 _PROMPTS = (">>> ", "... ")
 _CALLS_PER_LINE = 4  # calls read on one line (a line of a real script holds one or two)
@@ -36,12 +36,12 @@ def _quotes(line: str) -> Iterator[tuple[int, str, bool]]:
             quote = ch
 
 
-def _strip_comment(line: str) -> str:
+def strip_comment(line: str) -> str:
     """``line`` up to a ``#`` that is outside a string (one linear scan)."""
     return next((line[:i] for i, ch, quoted in _quotes(line) if ch == "#" and not quoted), line)
 
 
-def _in_string(line: str, pos: int) -> bool:
+def in_string(line: str, pos: int) -> bool:
     """Whether ``pos`` of ``line`` lies inside a string literal (one linear scan up to it)."""
     return next((quoted for i, _, quoted in _quotes(line) if i == pos), False)
 
@@ -64,7 +64,7 @@ def code_lines(src: Source) -> list[tuple[int, str]]:
                     in_doc = q
                 line = line.split(q, 1)[0]
                 break
-        line = _strip_comment(line).strip() if "#" in line else line
+        line = strip_comment(line).strip() if "#" in line else line
         if line:
             out.append((no, line))
     return out
@@ -78,7 +78,7 @@ def scope(expr: str, spec: FamilySpec) -> str | None:
     return "global" if words & set(spec.tables["global_words"]) else None
 
 
-def _joined(lines: list[tuple[int, str]], i: int, start: int, spec: FamilySpec) -> str:
+def joined_call(lines: list[tuple[int, str]], i: int, start: int, spec: FamilySpec) -> str:
     """The call opening at ``start`` of line ``i``, joined over the next lines until its parentheses close."""
     text = lines[i][1][start:]
     depth = text.count("(") - text.count(")")
@@ -144,10 +144,10 @@ def parse(src: Source) -> list[LaunchSpec]:
         shard = shard or bool(spec.rx("shard_sampler").search(line))
         own_shard = own_shard or bool(spec.rx("own_shard_sampler").search(line))
         for k, m in enumerate(spec.rx("call_start").finditer(line)):
-            if k >= _CALLS_PER_LINE or _in_string(line, m.start()):
+            if k >= _CALLS_PER_LINE or in_string(line, m.start()):
                 continue
             call = m.group("call")
-            text = _joined(lines, i, m.start(), spec)
+            text = joined_call(lines, i, m.start(), spec)
             if call == "init_process_group" and "init" not in found:
                 kw = _kwargs(text, spec)
                 if "rank" in kw or "world_size" in kw:
