@@ -12,7 +12,6 @@ Code is text: never executed or imported. One pass over the lines; comments and 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from diagnose.evidence import CodeFact
@@ -22,7 +21,6 @@ from diagnose.probes.artifacts.spec import FamilySpec, family
 
 __all__ = ["parse", "indented_lines"]
 
-_PYTHON = re.compile(r"^\s*(?:import|from|def|class|for|if|with|while)\s", re.MULTILINE)  # a script has such a line
 _BARRIERS = frozenset({"barrier", "monitored_barrier", "wait_for_everyone"})
 _FIRSTS = ("distributed_sampler", "batchnorm_built", "cuda_default", "accumulation_step", "epoch_loop")  # first line each
 
@@ -166,7 +164,7 @@ def parse(src: Source) -> list[CodeFact]:
     spec = family("code_facts")
     text = src.text
     tables = spec.tables
-    if not any(w in text for w in tables["distributed_words"]) or not _PYTHON.search(text):
+    if not any(w in text for w in tables["distributed_words"]) or not spec.multiline["python_line"].search(text):
         return []
     seen = _scan(indented_lines(src), spec)
     out: list[CodeFact] = []
