@@ -15,39 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diagnose.evidence import CodeFact
-from diagnose.probes.artifacts.launch_code import in_string, joined_call, strip_comment
+from diagnose.probes.artifacts.launch_code import in_string, indented_lines, joined_call
 from diagnose.probes.artifacts.source import Source
 from diagnose.probes.artifacts.spec import FamilySpec, family
 
-__all__ = ["parse", "indented_lines"]
+__all__ = ["parse"]
 
-_BARRIERS = frozenset({"barrier", "monitored_barrier", "wait_for_everyone"})
 _FIRSTS = ("distributed_sampler", "batchnorm_built", "cuda_default", "accumulation_step", "epoch_loop")  # first line each
-
-
-def indented_lines(src: Source) -> list[tuple[int, int, str]]:
-    """(line number, indentation, code) of every code line: comments, docstrings and blank lines left out."""
-    out: list[tuple[int, int, str]] = []
-    in_doc = ""
-    for no, raw in enumerate(src.lines, 1):
-        line = raw.expandtabs(4)
-        body = line.lstrip()
-        if body.startswith((">>> ", "... ")):
-            body = body[4:]
-        if in_doc:
-            if in_doc in body:
-                in_doc = ""
-            continue
-        for q in ('"""', "'''"):
-            if body.startswith(q):
-                if body.count(q) % 2:
-                    in_doc = q
-                body = ""
-                break
-        body = strip_comment(body).strip() if "#" in body else body.rstrip()
-        if body:
-            out.append((no, len(line) - len(line.lstrip()), body))
-    return out
 
 
 @dataclass
@@ -174,16 +148,17 @@ def parse(src: Source) -> list[CodeFact]:
                             rank=src.rank, text=call[:500]))
 
     # a barrier on rank 0 paired with a barrier on the others (the "main process first" idiom) is no mismatch
-    sides = {g.one_rank for _, op, g in seen.collectives if op in _BARRIERS}
-    kept = [c for c in seen.collectives if not (c[1] in _BARRIERS and sides >= {"rank0", "others"})]
+    barriers = set(tables["barrier_calls"])
+    sides = {g.one_rank for _, op, g in seen.collectives if op in barriers}
+    kept = [c for c in seen.collectives if not (c[1] in barriers and sides >= {"rank0", "others"})]
     for no, op, guard in kept[:3]:
         fact("collective_under_rank_guard", no, op, guard.cond)
     for no, var, guard in seen.forwards[:1]:
         fact("ddp_forward_under_rank_guard", no, f"{var}(...)", guard.cond)
-    ddp = any(w in text for w in ("DistributedDataParallel", "DDP(", '"ddp', "'ddp"))
+    ddp = any(w in text for w in tables["ddp_words"])
     for no, line in seen.loads_without_map[:1]:
         fact("load_without_map_location", no, line)
-    library_loop = any(w in text for w in ("Trainer(", "accelerator", "Fabric("))
+    library_loop = any(w in text for w in tables["epoch_setting_loops"])
     if "distributed_sampler" in seen.first and "epoch_loop" in seen.first and ".set_epoch(" not in text \
             and not library_loop:
         fact("sampler_without_set_epoch", *seen.first["distributed_sampler"])

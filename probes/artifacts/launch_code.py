@@ -18,7 +18,7 @@ from diagnose.evidence import LaunchSpec
 from diagnose.probes.artifacts.source import Source, to_int
 from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 
-__all__ = ["parse", "code_lines", "scope", "strip_comment", "in_string", "joined_call"]
+__all__ = ["parse", "code_lines", "indented_lines", "scope", "strip_comment", "in_string", "joined_call"]
 
 _PROMPTS = (">>> ", "... ")
 _CALLS_PER_LINE = 4  # calls read on one line (a line of a real script holds one or two)
@@ -46,9 +46,10 @@ def in_string(line: str, pos: int) -> bool:
     return next((quoted for i, _, quoted in _quotes(line) if i == pos), False)
 
 
-def code_lines(src: Source) -> list[tuple[int, str]]:
-    """(line number, code) of every line that is code: comments, docstrings and blank lines left out."""
-    out: list[tuple[int, str]] = []
+def indented_lines(src: Source) -> list[tuple[int, int, str]]:
+    """(line number, indentation, code) of every line that is code: comments, docstrings and blank lines left out
+    (the indentation counts a tab as four columns: which block a line belongs to)."""
+    out: list[tuple[int, int, str]] = []
     in_doc = ""
     for no, raw in enumerate(src.lines, 1):
         line = raw.strip()
@@ -66,8 +67,14 @@ def code_lines(src: Source) -> list[tuple[int, str]]:
                 break
         line = strip_comment(line).strip() if "#" in line else line
         if line:
-            out.append((no, line))
+            wide = raw.expandtabs(4)
+            out.append((no, len(wide) - len(wide.lstrip()), line))
     return out
+
+
+def code_lines(src: Source) -> list[tuple[int, str]]:
+    """(line number, code) of every line that is code: comments, docstrings and blank lines left out."""
+    return [(no, line) for no, _, line in indented_lines(src)]
 
 
 def scope(expr: str, spec: FamilySpec) -> str | None:
