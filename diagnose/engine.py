@@ -34,6 +34,7 @@ class Finding:
     outcome: Outcome
     bindings: dict[str, Binding]
     message: str
+    said: str | None = None  # the rule's symptom that the report's own words name, where the rule lists several
 
     @property
     def cause(self) -> str:
@@ -46,7 +47,7 @@ class Finding:
 
     @property
     def symptom(self) -> str:
-        return self.outcome.symptom or self.rule.symptoms[0]
+        return self.outcome.symptom or self.said or self.rule.symptoms[0]
 
 
 def _check(call: PredicateCall, ctx: Context, bindings: dict[str, Binding]) -> bool:
@@ -69,8 +70,16 @@ def evaluate_rule(rule: Rule, ctx: Context) -> Finding | None:
     for outcome in rule.outcomes:
         local = dict(bindings)
         if all(_check(call, ctx, local) for call in outcome.when):
-            return Finding(rule, outcome, local, render_message(outcome.message, local))
+            return Finding(rule, outcome, local, render_message(outcome.message, local), _said(rule, ctx))
     return None
+
+
+def _said(rule: Rule, ctx: Context) -> str | None:
+    """Of a rule's several symptoms, the one the report's own words describe (its sentences, read by the cue
+    reader): a launch mistake that may show as a hang or as slow scaling is the hang when the user says it hung."""
+    if len(rule.symptoms) < 2:
+        return None
+    return next((e.symptom for e in ctx.of("inferred_symptom") if e.symptom in rule.symptoms), None)
 
 
 class _Fields(string.Formatter):
@@ -112,7 +121,8 @@ def _with_alternatives(findings: Sequence[Finding]) -> list[tuple[Finding, float
             outcome = f.outcome.model_copy(update={"cause": alt, "refines": None, "alternatives": (), "culprits": None,
                                                    "confidence": "low"})
             message = f"{f.message} (the same evidence also fits {alt})"
-            out.append((Finding(f.rule, outcome, f.bindings, message), alternative_score(f.outcome.confidence), place))
+            out.append((Finding(f.rule, outcome, f.bindings, message, f.said), alternative_score(f.outcome.confidence),
+                        place))
     return out
 
 

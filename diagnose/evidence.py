@@ -214,6 +214,9 @@ class LaunchSpec(_Evidence):
     script: str | None = Field(None, description="the training script or module launched")
     loader_workers: int | None = Field(None, description="DataLoader workers per process, from the script's own "
                                                          "arguments (--num_workers, --workers, -j, num_workers=)")
+    script_gpus: int | None = Field(None, description="GPUs the script's own arguments name (--gpu 0,1,2,3, --gpus 8)")
+    procs_default: int | None = Field(None, description="processes per node the launcher starts when not told "
+                                                        "(torchrun and torch.distributed.launch: 1)")
     backend: str | None = Field(None, description="process-group backend named (nccl, gloo)")
     wrapper: str | None = Field(None, description="parallel wrapper named (ddp, fsdp, deepspeed, ...)")
     variables: dict[str, str] = Field(default_factory=dict, description="NCCL_*, TORCH_*, thread and rank variables set")

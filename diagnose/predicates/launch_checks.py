@@ -141,6 +141,20 @@ def _fewer_than_visible(ctx: Context) -> Binding | None:
     return None
 
 
+def _fewer_than_script_gpus(ctx: Context) -> Binding | None:
+    """torchrun (or torch.distributed.launch) starts fewer processes per node than the GPUs the script's own
+    arguments name (``--gpu 0,1,2,3``); without --nproc-per-node it starts one (its default): one rank, one GPU."""
+    for spec in ctx.of("launch_spec"):
+        p = spec.procs_per_node or spec.procs_default
+        if spec.launcher not in ("torchrun", "torch.distributed.launch") or not p or not spec.script_gpus:
+            continue
+        if p < spec.script_gpus:
+            told = "" if spec.procs_per_node else " (no --nproc-per-node: its default)"
+            return bind([spec], launcher=spec.launcher, procs=f"{p}{told}", devices=spec.script_gpus,
+                        where=f"{spec.script or 'the script'}'s own arguments", detail=spec.text or "")
+    return None
+
+
 def _fewer_than_allocation(ctx: Context) -> Binding | None:
     """A per-GPU launcher starts fewer processes per node than the GPUs the job asked for: the Slurm allocation
     (--gpus-per-node, --gres=gpu:N) or a PyTorchJob pod (nvidia.com/gpu) with an integer nprocPerNode (Kubeflow's
@@ -400,6 +414,7 @@ def _starts_processes(ctx: Context) -> Binding | None:
 CHECKS = {
     "starts_processes": _starts_processes,
     "procs_fewer_than_visible": _fewer_than_visible,
+    "procs_fewer_than_script_gpus": _fewer_than_script_gpus,
     "threads_oversubscribe": _threads_oversubscribe,
     "procs_fewer_than_allocation": _fewer_than_allocation,
     "total_processes_over_machines": _total_over_machines,
@@ -425,7 +440,7 @@ CHECKS = {
 @predicate(binds=_FIELDS, kinds=("launch_spec", "system_fact", "config_setting"))
 def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
-    threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
+    procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
     rdzv_endpoint_without_port, procs_exceed_world, starts_processes (a launcher, batch script, mp.spawn or pod starts
     the ranks); a script's own calls: code_rank_fixed, code_world_size_differs,

@@ -61,6 +61,13 @@ def _holds(when: dict[str, Any], ev: Sequence[Any]) -> list[Any] | None:
         if init and not any(e.kind in RAN or e.kind == "inferred_symptom"
                             or (e.kind == "log_line" and e.signature not in quiet) for e in ev):
             return init
+    if "speed_only" in when:  # timings and nothing else (no loss, no error, no sentence): the report measures speed
+        timed = [e for e in ev if e.kind == "step_metric" and (e.step_time or e.throughput or e.epoch_time)]
+        at = {(e.provenance.source, e.provenance.line) for e in timed}
+        if len(timed) >= when["speed_only"] and not any(
+                (e.kind == "step_metric" and e.loss is not None) or e.kind in ("inferred_symptom", "metric_series")
+                or (e.kind == "log_line" and (e.provenance.source, e.provenance.line) not in at) for e in ev):
+            return timed
     if when.get("launch_only"):
         if any(e.kind == "inferred_symptom" for e in ev):
             return None  # the report's own sentences name what was seen: they say more than the launch alone

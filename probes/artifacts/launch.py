@@ -163,6 +163,33 @@ def _script_workers(args: list[str], spec: FamilySpec, table: str = "script_work
     return None
 
 
+def _east_asian(word: str) -> bool:
+    """The word holds CJK ideographs, kana, hangul or full-width punctuation (no script or module is named so)."""
+    return any(0x3000 <= ord(ch) <= 0x9FFF or 0xAC00 <= ord(ch) <= 0xD7AF or 0xFF00 <= ord(ch) <= 0xFFEF
+               for ch in word)
+
+
+def _script_gpus(args: list[str], spec: FamilySpec) -> int | None:
+    """GPUs the script's own arguments name: the ids of ``--gpu 0,1,2,3`` (one for a single id) or the count of
+    ``--gpus 8``; the option names are data (``script_gpu_ids``, ``script_gpu_counts``)."""
+    ids, counts = set(spec.tables["script_gpu_ids"]), set(spec.tables["script_gpu_counts"])
+    for i, tok in enumerate(args):
+        if not tok.startswith("-"):
+            continue
+        body, eq, val = tok.lstrip("-").partition("=")
+        key = body.replace("-", "_")
+        if key not in ids and key not in counts:
+            continue
+        value = val if eq else (args[i + 1] if i + 1 < len(args) else "")
+        parts = [p for p in value.strip("[]()'\"").split(",") if p.strip()]
+        if len(parts) > 1 and all(p.strip().isdigit() for p in parts):
+            return len(parts)
+        n = to_int(value)
+        if n is not None and 0 <= n < 4096 and value.strip().isdigit():
+            return 1 if key in ids else n
+    return None
+
+
 def _with_env(fields: dict[str, Any], env: dict[str, str], spec: FamilySpec) -> dict[str, Any]:
     variables = {k: v for k, v in env.items() if _kept(k, spec)}
     if variables:
@@ -181,7 +208,11 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
         return []
     name, at = found
     opts, rest = _options(name, tokens, at, spec)
+    if rest < len(tokens) and _east_asian(tokens[rest]):
+        return []  # 'deepspeed 去full 微调70b时，...': a sentence that starts with a launcher's name, not a command
     fields = _with_env(_fields(opts), {**env, **local}, spec)
+    if "procs_per_node" not in opts and name in spec.tables["default_procs_per_node"]:
+        fields["procs_default"] = spec.tables["default_procs_per_node"][name]
     inner: list[LaunchSpec] = []
     if name in ("srun", "mpirun") and rest < len(tokens):
         inner = _command(src, no, shlex.join(tokens[rest:]), {**env, **local}, spec)
@@ -194,6 +225,8 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
         workers = _script_workers(args, spec)
         if workers is not None:
             fields["loader_workers"] = workers
+        if (gpus := _script_gpus(args, spec)) is not None:
+            fields["script_gpus"] = gpus
         unless = {t.lstrip("-").replace("-", "_") for t in args} & set(spec.tables["script_world_size_unless"])
         told = None if unless else _script_workers(args, spec, "script_world_size")
         if told is not None and told > 0:  # the script's own flag: a claim about the world, checked like its code

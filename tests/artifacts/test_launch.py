@@ -75,6 +75,14 @@ def test_kubernetes_pytorchjob_env() -> None:
     ("torchrun --standalone --nproc_per_node 2 run.py experiment=unet datamodule.num_workers=0", "torchrun",
      {"loader_workers": 0}),
     ("torchrun --nproc_per_node 2 train.py --epochs 3", "torchrun", {"loader_workers": None}),
+    # the GPUs the script's own options name, and the processes torchrun starts when not told (its default, 1)
+    ("torchrun train.py --config c.yaml --train --gpu 0,1,2,3,4,5,6,7", "torchrun",
+     {"script_gpus": 8, "procs_per_node": None, "procs_default": 1}),
+    ("python -m torch.distributed.launch main.py --gpus 4", "torch.distributed.launch",
+     {"script_gpus": 4, "procs_default": 1}),
+    ("torchrun --nproc_per_node=auto train.py --gpu_ids 0", "torchrun", {"script_gpus": 1, "procs_default": None}),
+    ("torchrun --nproc_per_node 2 train.py --gpus -1", "torchrun", {"script_gpus": None, "procs_per_node": 2}),
+    ("deepspeed train.py --num_gpus 2", "deepspeed", {"script_gpus": 2, "procs_default": None}),
 ])
 def test_command_lines(text: str, launcher: str, want: dict) -> None:
     spec = _one(text, launcher)
@@ -100,6 +108,12 @@ def test_mp_spawn_script() -> None:
             "    model = DistributedDataParallel(model)\nmp.spawn(main, nprocs=4)\n")
     spec = _one(text, "mp.spawn")
     assert spec.procs_per_node == 4 and spec.backend == "nccl" and spec.wrapper == "DistributedDataParallel"
+
+
+def test_a_sentence_that_starts_with_a_launcher_name_is_no_command() -> None:
+    """'deepspeed 去full 微调70b时，...' (a Chinese sentence about a DeepSpeed fine-tune) names no script."""
+    specs = parse("x.txt", "deepspeed 去full 微调70b0-hf时，cpu内容超出问题")[0]
+    assert not [s for s in specs if s.kind == "launch_spec"]
 
 
 @pytest.mark.parametrize("text", [

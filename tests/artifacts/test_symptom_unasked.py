@@ -180,3 +180,29 @@ def test_measurements_that_fit_two_symptoms_take_the_one_the_words_name(tmp_path
     (tmp_path / "bare").mkdir()
     bare = run_logs([_folder(tmp_path / "bare", {"runs.md": TIME_AND_LOSS})])
     assert bare.symptom == "slow_scaling"  # the table alone: the first measured reading, time across world sizes
+
+
+def test_timings_alone_are_a_slow_step_question(tmp_path: Path) -> None:
+    """Throughput at one world size and nothing else (no loss, no error, no sentence naming a symptom)."""
+    timings = "Here's some data I gathered on my computer\nepoch 0: 7.45 it/s\nepoch 1: 7.6 it/s\nepoch 2: 7.6 it/s\n"
+    report = run_logs([_folder(tmp_path, {"timings.txt": timings})])
+    assert report.symptom == "slow_step" and report.causes[0].id == "input_pipeline_bound"
+    assert "step times or throughput at one world size" in report.causes[0].summary
+    with_loss = "epoch 0: 7.45 it/s loss 2.31\nepoch 1: 7.6 it/s loss 2.02\nepoch 2: 7.6 it/s loss 1.90\n"
+    assert run_logs([_folder(tmp_path, {"timings.txt": with_loss})]).symptom != "slow_step"
+
+
+def test_a_rule_of_several_symptoms_takes_the_one_the_report_names(tmp_path: Path) -> None:
+    """launch-procs-fewer-than-script-gpus fits slow scaling, a start-up hang and an OOM: the user's own words
+    pick which one the cause (and the report) names."""
+    command = "torchrun train.py --config c.yaml --train --gpu 0,1,2,3,4,5,6,7\n"
+    said = {"hang": "The multi gpu training will hang on the first gpu initialization with this command\n",
+            "oom": "With this command it runs out of memory: CUDA out of memory on every GPU\n"}
+    want = {"hang": "hang_at_startup", "oom": "oom"}
+    for key, sentence in said.items():
+        folder = tmp_path / key
+        folder.mkdir()
+        report = run_logs([_folder(folder, {"r.txt": sentence + command})])
+        launch = next(c for c in report.causes if c.id == "launcher_misconfig")
+        assert launch.symptom == want[key] == report.symptom, (key, report)
+        assert any("nproc-per-node" in c.summary for c in report.causes[:3] if c.id == "launcher_misconfig")
