@@ -79,8 +79,15 @@ def _gate(spec: FamilySpec) -> Any:
     return _GATES[id(spec)]
 
 
+def _gated(spec: FamilySpec) -> list[str]:
+    """The components the byte-level gate can screen: those whose pattern is ASCII. A pattern with CJK text ('[个张]卡')
+    reads characters where the gate would read bytes (and Hyperscan's UTF-8 mode explodes on bounded repeats), so
+    those components are always searched."""
+    return [n for n in spec.tables["components"] if spec.by_name[n].regex.isascii()]
+
+
 def _compile_gate(spec: FamilySpec) -> Any:
-    names = list(spec.tables["components"])
+    names = _gated(spec)
     expressions = [spec.by_name[n].regex.encode() for n in names]
     flags = [
         hyperscan.HS_FLAG_PREFILTER
@@ -109,7 +116,8 @@ def _candidates(spec: FamilySpec, text: str) -> list[str]:
         return names
     hits: set[int] = set()
     db.scan(text.encode("utf-8", "replace"), match_event_handler=lambda i, *_: hits.add(i))
-    return [n for i, n in enumerate(names) if i in hits]
+    found = {n for i, n in enumerate(_gated(spec)) if i in hits}
+    return [n for n in names if n in found or not spec.by_name[n].regex.isascii()]
 
 
 def parse(src: Source) -> list[Any]:

@@ -137,6 +137,16 @@ def test_the_hyperscan_gate_finds_what_a_search_of_every_component_finds(
     assert gated == plain and len(gated) >= 6
 
 
+def test_the_gate_does_not_drop_a_component_whose_pattern_is_cjk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hyperscan reads bytes: '[个张]卡' would be one byte of a three-byte character there, so a CJK pattern is
+    searched without the gate (session 17 found rank_died's Chinese branch never reported through it)."""
+    text = "训练到第25轮时卡住\n现在只有一个卡在占用（之前是两个）\n每次保存模型都非常慢\n评估阶段结束之后会直接爆显存\n"
+    gated = [(e.component, e.provenance.line) for e in mentions.parse(Source("r.txt", text))]
+    assert ("rank_died", 2) in gated and ("slow_saving", 3) in gated and ("evaluation", 4) in gated
+    monkeypatch.setattr(mentions, "hyperscan", None)
+    assert gated == [(e.component, e.provenance.line) for e in mentions.parse(Source("r.txt", text))]
+
+
 def test_an_error_line_outranks_any_mention(tmp_path: Path) -> None:
     # the shared-memory bus error decides; the sentence's find_unused_parameters only orders what is below it
     text = (
