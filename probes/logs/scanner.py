@@ -221,7 +221,9 @@ class Scanner:
         else:
             every = range(len(self.signatures))  # the exact regexes decide on each candidate line
             for m in self._re_any.finditer(buf, r0 - base, r1 - base):
-                end = base + max(m.end(), m.start() + 1)
+                # a match that runs on past a line's \n ('\s*$' where the piece ends) belongs to the line it starts in
+                nl = buf.find(b"\n", m.start() + 1, m.end())
+                end = base + (nl if nl >= 0 else max(m.end(), m.start() + 1))
                 if end <= st.accepted or end > accept:
                     continue
                 start = seg_start(end)
@@ -400,7 +402,8 @@ def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
     lo = start if match_end - start <= MAX_LINE // 2 else match_end - MAX_LINE // 2
     lo = max(lo, base) - base
     limit = min(len(buf), lo + MAX_LINE)
-    cut = buf.find(b"\n", match_end - base, limit)
+    # from the match's last byte: a match that ends with the line's \n ('\s*$' where the scanned piece ends) ends there
+    cut = buf.find(b"\n", max(lo, match_end - base - 1), limit)
     hi = cut if cut >= 0 else limit
     return buf[lo:hi].decode("utf-8", "replace")
 

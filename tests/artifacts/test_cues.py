@@ -136,6 +136,27 @@ def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
     assert found.symptom == symptom, found
 
 
+@pytest.mark.parametrize(("text", "symptom"), [
+    # session 17: a resume in Chinese that names the checkpoint it continues from
+    ("从上一个检查点继续训练时，发生错误", "resume_mismatch"),
+    ("加载checkpoint继续训练时报错 size mismatch", "resume_mismatch"),
+    # values a GPU-to-GPU copy or a collective changed: the training's numbers are wrong
+    ("Moving a tensor from one GPU to another GPU results in data corruption.", "divergence"),
+    ("NCCL2 allreduce nan problem with InfiniBand", "divergence"),
+])
+def test_session_17_phrasings_name_their_symptom(text: str, symptom: str) -> None:
+    (found,) = cues.parse(Source("report.txt", text))
+    assert found.symptom == symptom, found
+
+
+@pytest.mark.parametrize("text", [
+    "It is persistent after restarting the server.",  # a restarted machine is no resumed run
+    "现在只有一个卡在占用（之前是两个）",  # '一个卡在' is 'one card is', not 'stuck at'
+])
+def test_a_restarted_server_and_a_busy_card_name_no_resume_or_startup_hang(text: str) -> None:
+    assert all(f.symptom not in ("resume_mismatch", "hang_at_startup") for f in cues.parse(Source("r.txt", text)))
+
+
 def test_frozen_parts_of_a_model_are_no_hang() -> None:
     found = cues.parse(Source("r.txt", "We train the adapter with a frozen backbone and frozen embeddings on 8 GPUs."))
     assert all(e.symptom not in ("hang_at_startup", "hang_mid_run") for e in found)
