@@ -130,21 +130,14 @@ def test_korean_and_japanese_sentences_name_their_symptom(text: str, symptom: st
     ("Training with two 3090s is slower.", "slow_scaling"),
     ("训练中断后继续训练，loss变大了", "resume_mismatch"),
     ("We lack GPU memory for the 13B model.", "oom"),
-])
-def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
-    (found,) = cues.parse(Source("report.txt", text))
-    assert found.symptom == symptom, found
-
-
-@pytest.mark.parametrize(("text", "symptom"), [
-    # session 17: a resume in Chinese that names the checkpoint it continues from
+    # a resume in Chinese that names the checkpoint it continues from
     ("从上一个检查点继续训练时，发生错误", "resume_mismatch"),
     ("加载checkpoint继续训练时报错 size mismatch", "resume_mismatch"),
     # values a GPU-to-GPU copy or a collective changed: the training's numbers are wrong
     ("Moving a tensor from one GPU to another GPU results in data corruption.", "divergence"),
     ("NCCL2 allreduce nan problem with InfiniBand", "divergence"),
 ])
-def test_session_17_phrasings_name_their_symptom(text: str, symptom: str) -> None:
+def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
     (found,) = cues.parse(Source("report.txt", text))
     assert found.symptom == symptom, found
 
