@@ -9,6 +9,7 @@ starts its tasks with srun/mpirun; ``export``/``env`` lines and Kubernetes env l
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
 from typing import Any
 
 from diagnose.evidence import LaunchSpec
@@ -143,21 +144,24 @@ def _fields(opts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _script_workers(args: list[str], spec: FamilySpec, table: str = "script_workers") -> int | None:
-    """DataLoader workers per process named by the script's own arguments (``--num_workers 8``,
-    ``--workers=8``, ``-j 8``, Hydra ``data.num_workers=8``); the names are data (``script_workers``; with
-    ``table="script_world_size"`` the world size the script is told, ``--world_size 4``)."""
-    names = set(spec.tables[table])
+def _script_options(args: list[str], names: set[str], dotted: bool = True) -> Iterator[tuple[str, str]]:
+    """(name, value) of each of the script's own options named in ``names``: ``--name value``, ``--name=value``,
+    ``-j 8`` (dashes read as underscores) and, with ``dotted``, Hydra's ``group.name=value``."""
     for i, tok in enumerate(args):
         body, eq, val = tok.lstrip("-").partition("=")
         key = body.replace("-", "_")
         last = key.rsplit(".", 1)[-1]
         if tok.startswith("-") and key in names:
-            value = val if eq else (args[i + 1] if i + 1 < len(args) else "")
-        elif not tok.startswith("-") and eq and "." in key and last in names:
-            value = val
-        else:
-            continue
+            yield key, (val if eq else (args[i + 1] if i + 1 < len(args) else ""))
+        elif dotted and not tok.startswith("-") and eq and "." in key and last in names:
+            yield last, val
+
+
+def _script_workers(args: list[str], spec: FamilySpec, table: str = "script_workers") -> int | None:
+    """DataLoader workers per process named by the script's own arguments (``--num_workers 8``,
+    ``--workers=8``, ``-j 8``, Hydra ``data.num_workers=8``); the names are data (``script_workers``; with
+    ``table="script_world_size"`` the world size the script is told, ``--world_size 4``)."""
+    for _, value in _script_options(args, set(spec.tables[table])):
         if (n := to_int(value)) is not None and 0 <= n < 100000:
             return n
     return None
@@ -173,14 +177,7 @@ def _script_gpus(args: list[str], spec: FamilySpec) -> int | None:
     """GPUs the script's own arguments name: the ids of ``--gpu 0,1,2,3`` (one for a single id) or the count of
     ``--gpus 8``; the option names are data (``script_gpu_ids``, ``script_gpu_counts``)."""
     ids, counts = set(spec.tables["script_gpu_ids"]), set(spec.tables["script_gpu_counts"])
-    for i, tok in enumerate(args):
-        if not tok.startswith("-"):
-            continue
-        body, eq, val = tok.lstrip("-").partition("=")
-        key = body.replace("-", "_")
-        if key not in ids and key not in counts:
-            continue
-        value = val if eq else (args[i + 1] if i + 1 < len(args) else "")
+    for key, value in _script_options(args, ids | counts, dotted=False):
         parts = [p for p in value.strip("[]()'\"").split(",") if p.strip()]
         if len(parts) > 1 and all(p.strip().isdigit() for p in parts):
             return len(parts)

@@ -18,7 +18,7 @@ from diagnose.evidence import LaunchSpec
 from diagnose.probes.artifacts.source import Source, to_int
 from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 
-__all__ = ["parse", "code_lines", "indented_lines", "scope", "strip_comment", "in_string", "joined_call"]
+__all__ = ["parse", "code_lines", "indented_lines", "scope", "in_string", "joined_call"]
 
 _PROMPTS = (">>> ", "... ")
 _CALLS_PER_LINE = 4  # calls read on one line (a line of a real script holds one or two)
@@ -36,7 +36,7 @@ def _quotes(line: str) -> Iterator[tuple[int, str, bool]]:
             quote = ch
 
 
-def strip_comment(line: str) -> str:
+def _strip_comment(line: str) -> str:
     """``line`` up to a ``#`` that is outside a string (one linear scan)."""
     return next((line[:i] for i, ch, quoted in _quotes(line) if ch == "#" and not quoted), line)
 
@@ -65,7 +65,7 @@ def indented_lines(src: Source) -> list[tuple[int, int, str]]:
                     in_doc = q
                 line = line.split(q, 1)[0]
                 break
-        line = strip_comment(line).strip() if "#" in line else line
+        line = _strip_comment(line).strip() if "#" in line else line
         if line:
             wide = raw.expandtabs(4)
             out.append((no, len(wide) - len(wide.lstrip()), line))

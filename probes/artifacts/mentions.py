@@ -79,15 +79,8 @@ def _gate(spec: FamilySpec) -> Any:
     return _GATES[id(spec)]
 
 
-def _gated(spec: FamilySpec) -> list[str]:
-    """The components the byte-level gate can screen: those whose pattern is ASCII. A pattern with CJK text ('[个张]卡')
-    reads characters where the gate would read bytes (and Hyperscan's UTF-8 mode explodes on bounded repeats), so
-    those components are always searched."""
-    return [n for n in spec.tables["components"] if spec.by_name[n].regex.isascii()]
-
-
 def _compile_gate(spec: FamilySpec) -> Any:
-    names = _gated(spec)
+    names = list(spec.tables["components"])
     expressions = [spec.by_name[n].regex.encode() for n in names]
     flags = [
         hyperscan.HS_FLAG_PREFILTER
@@ -116,8 +109,11 @@ def _candidates(spec: FamilySpec, text: str) -> list[str]:
         return names
     hits: set[int] = set()
     db.scan(text.encode("utf-8", "replace"), match_event_handler=lambda i, *_: hits.add(i))
-    found = {n for i, n in enumerate(_gated(spec)) if i in hits}
-    return [n for n in names if n in found or not spec.by_name[n].regex.isascii()]
+    # The gate reads bytes: a CJK character class ('[个张]卡') is a class of single bytes there, and Hyperscan's
+    # UTF-8 mode explodes on bounded repeats. So on text that is not ASCII, a component whose pattern holds such
+    # characters is searched whatever the gate saw; on ASCII text the gate screens every component, as it did.
+    wide = not text.isascii()
+    return [n for i, n in enumerate(names) if i in hits or (wide and not spec.by_name[n].regex.isascii())]
 
 
 def parse(src: Source) -> list[Any]:

@@ -402,8 +402,7 @@ def _line_window(buf: bytes, base: int, start: int, match_end: int) -> str:
     lo = start if match_end - start <= MAX_LINE // 2 else match_end - MAX_LINE // 2
     lo = max(lo, base) - base
     limit = min(len(buf), lo + MAX_LINE)
-    # from the match's last byte: a match that ends with the line's \n ('\s*$' where the scanned piece ends) ends there
-    cut = buf.find(b"\n", max(lo, match_end - base - 1), limit)
+    cut = buf.find(b"\n", match_end - base, limit)
     hi = cut if cut >= 0 else limit
     return buf[lo:hi].decode("utf-8", "replace")
 
