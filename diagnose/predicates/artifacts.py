@@ -19,6 +19,11 @@ _TIMINGS = ("throughput", "step_time", "epoch_time")  # metric series that time 
 def _matches(value: Any, equals: Any, at_least: float | None, below: float | None) -> bool:
     if equals is not None:
         return str(value).lower() == str(equals).lower()
+    if isinstance(value, str) and (at_least is not None or below is not None):
+        try:  # a version-like fact stored as text ('10.1', the CUDA a torch build targets)
+            value = float(value)
+        except ValueError:
+            return False
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return at_least is None and below is None and bool(value)
     return (at_least is None or value >= at_least) and (below is None or value < below)

@@ -48,9 +48,10 @@ def _measures(line: str, spec: FamilySpec) -> list[tuple[int, str, float]]:
     """(position, field or result name, value) of every timing, rate and result on ``line``."""
     out: list[tuple[int, str, float]] = []
     lower = line.lower()
+    bound = spec.rx("not_measured")
     for m in spec.rx("duration").finditer(line):
         value = to_float(m.group("num"))
-        if value is not None:
+        if value is not None and not bound.search(line[max(0, m.start() - 40):m.start()]):  # a limit, not a timing
             seconds = value * SECONDS[m.group("unit").lower()]
             out.append((m.start(), _duration_field((m.group("per") or "").lower(), seconds, lower), seconds))
     for name in ("rate", "per_iteration"):

@@ -61,6 +61,7 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
     envs = "env_torch" in active
     packages = "package" in active
     hf_env = "hf_env_version" in active
+    installed = "pip_installed" in active
     ulimit = "ulimit_line" in active
     ib = "ib_state" in active
     ib_states: Counter[str] = Counter()
@@ -85,6 +86,9 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
             facts.add("collect_env", name, m.group("value"), no, text=line.strip())
         if packages and (m := spec.rx("package").match(line)):
             facts.add("packages", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
+        if installed and line.lstrip().startswith("Successfully installed "):
+            for m in spec.rx("pip_installed").finditer(line):
+                facts.add("pip", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
         if hf_env and (m := spec.rx("hf_env_version").match(line)):
             facts.add("env", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
         if ulimit and (m := spec.rx("ulimit_line").match(line)):

@@ -117,11 +117,11 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None,
           among: Sequence[str] = ()) -> InferredSymptom | None:
     """The symptom whose labelled reports the report's words resemble most (by ``words_table``, the shipped one
     by default; only ``among`` these symptoms when given), or None with too few known words. Files that show steps
-    going by and hold no sentence a user wrote are a run's output, not a report of trouble: a healthy run is given
-    no symptom."""
+    going by, or a system tool's output, and hold no sentence a user wrote are a run's or a machine's state, not a
+    report of trouble: a healthy run or node is given no symptom."""
     t = words_table or table()
     sampled = [e for e in evidence if e.kind == "report_words"]
-    if not any(e.sentences for e in sampled) and any(e.kind == "step_metric" for e in evidence):
+    if not any(e.sentences for e in sampled) and any(e.kind in ("step_metric", "system_fact") for e in evidence):
         return None
     known = sorted({w for e in sampled for w in e.words}.intersection(t.words))
     if len(known) < t.min_words:
@@ -152,12 +152,29 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None,
                            text=f"{symptom} from {len(known)} known word(s): {said}")
 
 
+def _by_components(evidence: Sequence[Any], among: Sequence[str]) -> InferredSymptom | None:
+    """The one candidate symptom that the report's mentioned components place (``timing_components`` of
+    cues.yaml: a hang that comes with saving or an evaluation came mid-run), or None."""
+    mentioned = {e.component: e for e in evidence if e.kind == "mention"}
+    placed = [(s, mentioned[c]) for s, comps in family("cues").tables.get("timing_components", {}).items()
+              if s in among for c in comps if c in mentioned]
+    if len({s for s, _ in placed}) != 1:
+        return None
+    symptom, by = placed[0]
+    return InferredSymptom(symptom=symptom, basis=f"the report also mentions {by.component} ('{by.words}'), which "
+                           "comes only once training runs", provenance=by.provenance,
+                           missing=tuple(family("cues").tables["missing"].get(symptom, ())),
+                           text=f"{symptom} from the mentioned {by.component}")
+
+
 def settle(evidence: Sequence[Any]) -> list[Any]:
     """``evidence`` with each symptom a cue could not decide (``undecided``: a bare hang word says nothing of when)
-    decided by the report's wording among the candidates; unchanged where too few words are known."""
+    decided by the components the report mentions, else by its wording among the candidates; unchanged where
+    neither says."""
     out = list(evidence)
     for i, e in enumerate(out):
-        if e.kind == "inferred_symptom" and e.undecided and (g := guess(evidence, among=e.undecided)):
+        if e.kind == "inferred_symptom" and e.undecided and (
+                g := _by_components(evidence, e.undecided) or guess(evidence, among=e.undecided)):
             basis = f"{e.basis}; which of {' or '.join(e.undecided)}: {g.basis}"
             out[i] = e.model_copy(update={"symptom": g.symptom, "basis": basis, "missing": g.missing,
                                           "undecided": (), "runner_up": g.runner_up, "text": f"{e.text}; {g.text}"})

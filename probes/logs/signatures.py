@@ -97,6 +97,11 @@ class Signature(BaseModel):
             if pattern is None:
                 continue
             _compiled(pattern, self.flags)
+            head = pattern.lstrip()[2:].split(")", 1)[0] if pattern.lstrip().startswith("(?") else ""
+            if label == "detect" and head and set(head) <= set("aiLmsux"):
+                # a global inline flag such as (?i): the scanner joins every detect into one expression, where it
+                # is an error; caseless: true says it
+                raise ValueError(f"{label} opens with a global inline flag ({pattern[:6]}...): use caseless: true")
             problem = unbounded_lead(pattern, self.flags)
             if problem:
                 raise ValueError(f"{label} {problem}")

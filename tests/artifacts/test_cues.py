@@ -136,6 +136,8 @@ def test_korean_and_japanese_sentences_name_their_symptom(text: str, symptom: st
     # values a GPU-to-GPU copy or a collective changed: the training's numbers are wrong
     ("Moving a tensor from one GPU to another GPU results in data corruption.", "divergence"),
     ("NCCL2 allreduce nan problem with InfiniBand", "divergence"),
+    # a run that 'goes down' (Chinese 挂了 in English): a crash, not a loss going down
+    ("I tried multi-GPU training recently, it seems that the training will down at the end of one epoch", "crash"),
 ])
 def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
     (found,) = cues.parse(Source("report.txt", text))
@@ -145,9 +147,11 @@ def test_general_phrasings_name_their_symptom(text: str, symptom: str) -> None:
 @pytest.mark.parametrize("text", [
     "It is persistent after restarting the server.",  # a restarted machine is no resumed run
     "现在只有一个卡在占用（之前是两个）",  # '一个卡在' is 'one card is', not 'stuck at'
+    "使用DistributedDataParallel时出现显卡在nvidia-smi的结果中",  # '显卡在' is 'the graphics card is', no hang
 ])
-def test_a_restarted_server_and_a_busy_card_name_no_resume_or_startup_hang(text: str) -> None:
-    assert all(f.symptom not in ("resume_mismatch", "hang_at_startup") for f in cues.parse(Source("r.txt", text)))
+def test_a_restarted_server_and_a_busy_card_name_no_resume_or_hang(text: str) -> None:
+    assert all(f.symptom not in ("resume_mismatch", "hang_at_startup", "hang_mid_run")
+               for f in cues.parse(Source("r.txt", text)))
 
 
 def test_frozen_parts_of_a_model_are_no_hang() -> None:
@@ -178,3 +182,13 @@ def test_near_misses_of_the_title_families_name_nothing(text: str) -> None:
 def test_a_short_line_inside_a_longer_paste_still_needs_a_sentence() -> None:
     text = "\n".join(["epoch 1 done", "Stuck before training", *[f"loss={i / 10} step={i}" for i in range(5)]])
     assert cues.parse(Source("log.txt", text)) == []
+
+
+def test_a_loss_that_goes_down_is_no_crash() -> None:
+    found = cues.parse(Source("r.txt", "On 4 GPUs the training loss goes down slowly and the accuracy is fine."))
+    assert all(e.symptom != "crash" for e in found)
+
+
+def test_a_loss_that_goes_down_again_is_no_crash() -> None:
+    text = "After a while it goes down again, but the training process is set back by a large margin."
+    assert all(e.symptom != "crash" for e in cues.parse(Source("r.txt", text)))

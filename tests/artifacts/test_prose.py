@@ -58,6 +58,9 @@ UNPAIRED = [
     "I use 6 2080Ti GPUs and the time is about 7 hours. I think the time duration is reasonable for me.",
     "GPU 0 took 3.2s and GPU 1 took 3.4s",  # device indices, not counts
     "2024-05-01 12:00:01 rank 3: step 10 loss 2.31 (0.42 s)",
+    # a timeout and a bound are limits, not timings (open-mmlab/mmpretrain#1233's wording)
+    "On 2 gpus training hangs after one epoch. It then timeouts after 30min. The same code runs fine on a single GPU"
+    " and the validation step takes <<30min",
 ]
 
 

@@ -179,3 +179,12 @@ def test_gpu_benchmarks_that_printed_no_result() -> None:
     assert {f.name for f in parse("p2p.txt", p2p)[0] if f.kind == "system_fact"} == {"gpu_benchmark_no_results"}
     closed = p2p + "\nNOTE: The CUDA Samples are not meant for performance measurements."
     assert "gpu_benchmark_no_results" not in {f.name for f in parse("p2p.txt", closed)[0] if f.kind == "system_fact"}
+
+
+def test_pip_install_transcript_names_the_torch_build() -> None:
+    # HRNet/HigherHRNet-Human-Pose-Estimation#116: pip's closing line, then the crash
+    found, _ = parse("console.txt", "Successfully installed torch-1.8.1+cu101 torchaudio-0.8.1 torchvision-0.9.1+cu101\n"
+                                    "$ python tools/dist_train.py --cfg w32.yaml\nSegmentation fault (core dumped)\n")
+    got = {f.name: f.value for f in found if f.kind == "system_fact"}
+    assert got["torch_version"] == "1.8.1+cu101" and got["cuda_build"] == "10.1"
+    assert got["torchvision_version"] == "0.9.1+cu101"

@@ -161,3 +161,19 @@ def test_the_guess_keeps_to_the_candidates_it_is_given() -> None:
 
 def test_candidates_the_table_does_not_know_guess_nothing() -> None:
     assert wording.guess([ReportWords(words=("loss", "nan", "hangs"))], among=("not_a_symptom",)) is None
+
+
+@pytest.mark.parametrize(("text", "symptom"), [
+    # speechbrain/speechbrain#2401: checkpointing under DDP, then 'Get a deadlock.' (no word says when)
+    ("It's unclear how checkpointing should be used in DDP mode on a single machine with multiple GPUs.\n"
+     "Every DDP-worker writes the same checkpoint.\n2. Get a deadlock.\n", "hang_mid_run"),
+    # Project-MONAI/MONAI#5357: a sampler that allows non-even division, then 'freezes'
+    ("MONAI has a subclass of DistributedSampler which accounts for non-even division, but if I set it to False the"
+     " DistributedDataParallel freezes.\n", "hang_mid_run"),
+])
+def test_a_hang_that_says_not_when_is_placed_by_what_the_report_mentions(tmp_path: Path, text: str,
+                                                                          symptom: str) -> None:
+    report = _report(tmp_path, text)
+    assert report.symptom == symptom
+    assert any("comes only once training runs" in (e.text or "") or "comes only once training runs" in c.summary
+               for c in report.causes for e in c.evidence)

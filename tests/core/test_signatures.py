@@ -74,6 +74,22 @@ def test_a_signature_opening_with_an_unbounded_repeat_is_refused_with_the_fix(tm
     assert "bad.yaml" in text and "unbounded repeat" in text and "\\S{1,256}" in text
 
 
+def test_a_detect_with_a_global_inline_flag_is_refused(tmp_path):
+    # the scanner joins every detect into one expression, where a leading (?i) is an error at run time
+    from diagnose.errors import RuleSetError
+
+    (tmp_path / "bad.yaml").write_text(
+        "signatures:\n"
+        "  - name: bad_caseless\n    component: torch\n    description: x\n"
+        "    detect: '(?i)weight torch\\.size'\n"
+        "    examples: [{line: 'Weight torch.Size'}]\n"
+        "    counter_examples: ['bias']\n"
+    )
+    with pytest.raises(RuleSetError) as err:
+        load_signatures([tmp_path])
+    assert "bad.yaml" in str(err.value) and "caseless: true" in str(err.value)
+
+
 @pytest.mark.parametrize(("detect", "form"), [
     (r"\S{1,256}\[\d+\]: segfault", r"\S\[\d+\]: segfault"),
     (r"(?i)[\d.]{1,24} GiB", r"(?i)[\d.] GiB"),
