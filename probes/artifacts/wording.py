@@ -147,24 +147,27 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None,
              f"a guess: name what you saw with --symptom")
     close = second != best and scores[best] - runner < CLOSE
     return InferredSymptom(symptom=symptom, basis=basis, provenance=sampled[0].provenance,
-                           missing=tuple(family("cues").tables["missing"].get(symptom, ())),
-                           runner_up=t.symptoms[second] if close else None,
+                           missing=_missing(symptom), runner_up=t.symptoms[second] if close else None,
                            text=f"{symptom} from {len(known)} known word(s): {said}")
+
+
+def _missing(symptom: str) -> tuple[str, ...]:
+    """What to collect next for ``symptom`` (cues.yaml ``missing``)."""
+    return tuple(family("cues").tables["missing"].get(symptom, ()))
 
 
 def _by_components(evidence: Sequence[Any], among: Sequence[str]) -> InferredSymptom | None:
     """The one candidate symptom that the report's mentioned components place (``timing_components`` of
     cues.yaml: a hang that comes with saving or an evaluation came mid-run), or None."""
     mentioned = {e.component: e for e in evidence if e.kind == "mention"}
-    placed = [(s, mentioned[c]) for s, comps in family("cues").tables.get("timing_components", {}).items()
+    placed = [(s, mentioned[c]) for s, comps in family("cues").tables["timing_components"].items()
               if s in among for c in comps if c in mentioned]
     if len({s for s, _ in placed}) != 1:
         return None
     symptom, by = placed[0]
     return InferredSymptom(symptom=symptom, basis=f"the report also mentions {by.component} ('{by.words}'), which "
                            "comes only once training runs", provenance=by.provenance,
-                           missing=tuple(family("cues").tables["missing"].get(symptom, ())),
-                           text=f"{symptom} from the mentioned {by.component}")
+                           missing=_missing(symptom), text=f"{symptom} from the mentioned {by.component}")
 
 
 def settle(evidence: Sequence[Any]) -> list[Any]:

@@ -53,3 +53,13 @@ def unbounded_lead(pattern: str, flags: int = 0) -> str | None:
                 f"characters it accepts: bound it (e.g. \\S{{1,{MAX_LEADING_REPEAT}}}, \\d{{1,12}}) or anchor it"
             )
     return None
+
+
+def leading_inline_flag(pattern: str) -> str | None:
+    """Why ``pattern`` cannot join the scanner's combined expression (it opens with a global inline flag such as
+    ``(?i)``, an error anywhere but at the start of that expression), or None."""
+    head = pattern.lstrip()
+    flags = head[2:].split(")", 1)[0] if head.startswith("(?") else ""
+    if flags and set(flags) <= set("aiLmsux"):
+        return f"opens with a global inline flag ({head[:len(flags) + 3]}): use caseless: true"
+    return None

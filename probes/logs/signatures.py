@@ -24,7 +24,7 @@ import diagnose
 import diagnose.cache as scan_cache
 from diagnose.errors import RuleError, RuleLocation, RuleSetError
 from diagnose.probes.logs import regex_lint
-from diagnose.probes.logs.regex_lint import unbounded_lead
+from diagnose.probes.logs.regex_lint import leading_inline_flag, unbounded_lead
 from diagnose.yamlload import builtin_rules_dir, load_yaml_with_lines
 
 # owner/repo:path/in/repo, optionally @versions (e.g. @2.1-2.13), or a documentation URL.
@@ -97,12 +97,7 @@ class Signature(BaseModel):
             if pattern is None:
                 continue
             _compiled(pattern, self.flags)
-            head = pattern.lstrip()[2:].split(")", 1)[0] if pattern.lstrip().startswith("(?") else ""
-            if label == "detect" and head and set(head) <= set("aiLmsux"):
-                # a global inline flag such as (?i): the scanner joins every detect into one expression, where it
-                # is an error; caseless: true says it
-                raise ValueError(f"{label} opens with a global inline flag ({pattern[:6]}...): use caseless: true")
-            problem = unbounded_lead(pattern, self.flags)
+            problem = (label == "detect" and leading_inline_flag(pattern)) or unbounded_lead(pattern, self.flags)
             if problem:
                 raise ValueError(f"{label} {problem}")
         return self
