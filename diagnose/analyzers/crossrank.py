@@ -17,7 +17,7 @@ USES_SIGNATURES = frozenset({
     "torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file", "torchrun_failure_traceback",
     "torchrun_root_cause_header", "torchrun_other_failures_header", "torchrun_worker_failed",
     "launcher_subprocess_exit", "mp_spawn_process_exit", "lightning_child_process_exit", "srun_task_exit", "nccl_watchdog_work_status",
-    "nccl_watchdog_timeout", "gloo_recv_timeout", "nccl_watchdog_native_frame",
+    "nccl_watchdog_timeout", "gloo_recv_timeout", "nccl_watchdog_native_frame", "elastic_process_failure_repr",
 })
 _TABLE = ("torchrun_failure_rank", "torchrun_failure_exitcode", "torchrun_failure_error_file",
           "torchrun_failure_traceback", "torchrun_root_cause_header", "torchrun_other_failures_header")
@@ -87,7 +87,7 @@ def _launcher_exits(lines: list[Any]) -> list[RankExit]:
     out: dict[int, RankExit] = {}
     for e in lines:
         if e.signature not in ("torchrun_worker_failed", "launcher_subprocess_exit", "mp_spawn_process_exit",
-                               "lightning_child_process_exit"):
+                               "lightning_child_process_exit", "elastic_process_failure_repr"):
             continue
         code = e.fields.get("exitcode")
         rank = e.fields.get("local_rank", e.fields.get("rank", e.rank))

@@ -164,7 +164,8 @@ def parse(src: Source) -> list[CodeFact]:
         fact("sampler_without_set_epoch", *seen.first["distributed_sampler"])
     if ddp and "batchnorm_built" in seen.first and not any(w in text for w in tables["sync_batchnorm_words"]):
         fact("batchnorm_without_sync", *seen.first["batchnorm_built"])
-    if "cuda_default" in seen.first and ("init_process_group" in text or ddp) \
+    sharded = any(w in text for w in tables["fsdp_words"])
+    if "cuda_default" in seen.first and ("init_process_group" in text or ddp or sharded) \
             and not any(w in text for w in tables["device_binding_words"]):
         fact("cuda_without_device_binding", *seen.first["cuda_default"])
     if "loader_in_main_process" in seen.first:
