@@ -411,8 +411,23 @@ def _starts_processes(ctx: Context) -> Binding | None:
     return None
 
 
+# launchers that start the training script with their own Python interpreter (``python`` as the script is a file
+# named python to them); srun and mpirun run any program, so ``srun python train.py`` is right
+_INTERPRETER_LAUNCHERS = ("torchrun", "torch.distributed.launch", "torch.distributed.run", "accelerate", "deepspeed")
+
+
+def _interpreter_as_script(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        script = (spec.script or "").rsplit("/", 1)[-1]
+        if spec.launcher in _INTERPRETER_LAUNCHERS and script.rstrip("0123456789.") == "python":
+            return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices="?",
+                        where=f"{spec.launcher} is given {spec.script} as the script to run", detail=spec.text or "")
+    return None
+
+
 CHECKS = {
     "starts_processes": _starts_processes,
+    "interpreter_as_script": _interpreter_as_script,
     "procs_fewer_than_visible": _fewer_than_visible,
     "procs_fewer_than_script_gpus": _fewer_than_script_gpus,
     "threads_oversubscribe": _threads_oversubscribe,
@@ -443,7 +458,7 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
     rdzv_endpoint_without_port, procs_exceed_world, starts_processes (a launcher, batch script, mp.spawn or pod starts
-    the ranks); a script's own calls: code_rank_fixed, code_world_size_differs,
+    the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no
     DistributedSampler, with none of the script's own)."""

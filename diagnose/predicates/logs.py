@@ -267,6 +267,17 @@ def ranks_never_arrived(ctx: Context) -> Binding | None:
         "expected": expected or "?", "seen": format_ranks(seen), "missing": format_ranks(missing) if missing else "?"})
 
 
+@predicate(binds=("expected", "joined"), kinds=("log_line",))
+def store_overfull(ctx: Context) -> Binding | None:
+    """The store-based init barrier counted more workers than the world size: clients of another run share the
+    store (a file:// init file left by an earlier run, or a second job on the same MASTER_ADDR:MASTER_PORT)."""
+    for line in ctx.lines("store_based_barrier_waiting"):
+        joined, expected = int(line.fields.get("joined", 0)), int(line.fields.get("expected", 0))
+        if expected and joined > expected:
+            return Binding(ranks_of([line]), (line,), {"expected": expected, "joined": joined})
+    return None
+
+
 @predicate(binds=("nproc", "devices"), kinds=("log_line",))
 def more_processes_than_devices(ctx: Context) -> Binding | None:
     """The launcher starts more processes per node than GPUs are visible."""

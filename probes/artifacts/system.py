@@ -61,6 +61,7 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
     envs = "env_torch" in active
     packages = "package" in active
     hf_env = "hf_env_version" in active
+    template = "template_version" in active
     installed = "pip_installed" in active
     ulimit = "ulimit_line" in active
     ib = "ib_state" in active
@@ -91,6 +92,8 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
                 facts.add("pip", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
         if hf_env and (m := spec.rx("hf_env_version").match(line)):
             facts.add("env", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
+        elif template and (m := spec.rx("template_version").match(line)):
+            facts.add("issue template", _version_fact(spec, m.group("pkg")), m.group("ver"), no, text=line.strip())
         if ulimit and (m := spec.rx("ulimit_line").match(line)):
             name = spec.tables["ulimit"].get(m.group("flag"))
             if name:
