@@ -39,10 +39,10 @@ def _column(cell: str, spec: FamilySpec) -> tuple[str | None, float, str]:
     return None, 1.0, text
 
 
-def _header(cells: list[str], spec: FamilySpec) -> list[tuple[str | None, float, str]] | None:
+def _header(cells: list[str], spec: FamilySpec, labelled: bool = False) -> list[tuple[str | None, float, str]] | None:
     cols = [_column(c, spec) for c in cells]
     fields = {f for f, _, _ in cols}
-    if {"world_size", "seed"} & fields and set(MEASURES) & fields:
+    if ({"world_size", "seed"} & fields or labelled) and set(MEASURES) & fields:
         return cols
     if {"step", "epoch"} & fields and STEP_MEASURES & {f for f, _, _ in cols}:
         return cols  # per-step metrics of one run
@@ -116,19 +116,66 @@ def parse(src: Source) -> list[Any]:
 def _tables(src: Source, spec: FamilySpec) -> list[Any]:
     out: list[Any] = []
     header: list[tuple[str | None, float, str]] | None = None
-    current = -1
+    groups: list[list[str]] = []
+    current, labelled = -1, None
     for no, cells, table in _rows(src, spec):
         if table != current:
-            current, header = table, _header(cells, spec)
+            current, labelled = table, _ws_label(src, no, spec)
+            groups = [_split_cell(c) for c in cells]
+            header = _header([t for g in groups for t in g], spec, labelled is not None)
             continue
-        if header is None or len(cells) != len(header):
+        if header is None:
             continue
-        row: dict[str, Any] = {}
+        cells = _align(groups, cells)
+        if len(cells) != len(header):
+            continue
+        row: dict[str, Any] = {"world_size": labelled} if labelled is not None else {}
         for (field, factor, _), cell in zip(header, cells, strict=True):
             if field and field not in row and (v := _value(cell, field, factor, spec)) is not None:
                 row[field] = v
         out += _row_evidence(src, no, row, header, cells, table)
     return out
+
+
+def _split_cell(cell: str) -> list[str]:
+    """A cell that holds several columns aligned with runs of spaces (sclite's ``Corr    Sub    Err``) as its parts."""
+    parts = [p for p in cell.split("  ") if p.strip()]
+    return [p.strip() for p in parts] if len(parts) > 1 else [cell]
+
+
+def _align(groups: list[list[str]], cells: list[str]) -> list[str]:
+    """The row's cells split the way its header's cells were (a header cell of k parts takes a cell of k numbers)."""
+    if len(cells) != len(groups):
+        return cells
+    out: list[str] = []
+    for parts, cell in zip(groups, cells, strict=True):
+        if len(parts) == 1:
+            out.append(cell)
+            continue
+        split = _split_cell(cell)
+        if len(split) != len(parts) or not all(_is_number(p) for p in split):
+            return cells
+        out += split
+    return out
+
+
+def _is_number(text: str) -> bool:
+    return to_float(text.replace(",", "")) is not None
+
+
+def _ws_label(src: Source, header_line: int, spec: FamilySpec) -> int | None:
+    """The GPU count a short line just above a table names (``ngpu=2``), or None."""
+    rx, seen = spec.rx("ws_label"), 0
+    for no in range(header_line - 1, 0, -1):
+        line = src.lines[no - 1].strip()
+        if not line or line.startswith("```"):
+            continue
+        if (m := rx.match(line)) is not None:
+            return int(m.group("n") or m.group("count"))
+        seen += 1
+        if seen >= int(spec.tables["ws_label_lookback"]):
+            return None
+    return None
 
 
 def _row_evidence(src: Source, no: int, row: dict[str, Any], header: list[tuple[str | None, float, str]],
