@@ -130,7 +130,7 @@ def test_a_bare_hang_word_takes_its_timing_from_the_wording(tmp_path: Path) -> N
 
 
 def test_a_close_guess_names_the_runner_up_symptoms_first_cause_second(tmp_path: Path) -> None:
-    report = _report(tmp_path, "My DDP training hangs.\n")
+    report = _report(tmp_path, "DDP hangs.\n")
     first, second = report.causes[:2]
     assert report.symptom == "hang_mid_run" and first.id == "collective_mismatch" and first.score == 0.3
     assert second.id == "nccl_setup" and second.score == 0.15  # the start-up reading, at half the score
