@@ -115,25 +115,30 @@ def parse(src: Source) -> list[Any]:
 
 def _tables(src: Source, spec: FamilySpec) -> list[Any]:
     out: list[Any] = []
-    header: list[tuple[str | None, float, str]] | None = None
+    plain: list[tuple[str | None, float, str]] | None = None
+    split: list[tuple[str | None, float, str]] | None = None
     groups: list[list[str]] = []
     current, labelled = -1, None
     for no, cells, table in _rows(src, spec):
         if table != current:
             current, labelled = table, _ws_label(src, no, spec)
             groups = [_split_cell(c) for c in cells]
-            header = _header([t for g in groups for t in g], spec, labelled is not None)
+            plain = _header(cells, spec, labelled is not None)
+            split = _header([t for g in groups for t in g], spec, labelled is not None) \
+                if any(len(g) > 1 for g in groups) else None
+            if labelled is not None and {"world_size", "seed"} & {f for f, _, _ in (split or plain or [])}:
+                labelled = None  # the table names its own world sizes
             continue
-        if header is None:
-            continue
-        cells = _align(groups, cells)
-        if len(cells) != len(header):
+        header, parts = split, _align(groups, cells) if split else None
+        if parts is None or len(parts) != len(split or []):
+            header, parts = plain, cells
+        if header is None or len(parts) != len(header):
             continue
         row: dict[str, Any] = {"world_size": labelled} if labelled is not None else {}
-        for (field, factor, _), cell in zip(header, cells, strict=True):
+        for (field, factor, _), cell in zip(header, parts, strict=True):
             if field and field not in row and (v := _value(cell, field, factor, spec)) is not None:
                 row[field] = v
-        out += _row_evidence(src, no, row, header, cells, table)
+        out += _row_evidence(src, no, row, header, parts, table)
     return out
 
 
@@ -143,10 +148,11 @@ def _split_cell(cell: str) -> list[str]:
     return [p.strip() for p in parts] if len(parts) > 1 else [cell]
 
 
-def _align(groups: list[list[str]], cells: list[str]) -> list[str]:
-    """The row's cells split the way its header's cells were (a header cell of k parts takes a cell of k numbers)."""
+def _align(groups: list[list[str]], cells: list[str]) -> list[str] | None:
+    """The row's cells split the way its header's cells were (a header cell of k parts takes a cell of k numbers),
+    or None where the row does not split so."""
     if len(cells) != len(groups):
-        return cells
+        return None
     out: list[str] = []
     for parts, cell in zip(groups, cells, strict=True):
         if len(parts) == 1:
@@ -154,7 +160,7 @@ def _align(groups: list[list[str]], cells: list[str]) -> list[str]:
             continue
         split = _split_cell(cell)
         if len(split) != len(parts) or not all(_is_number(p) for p in split):
-            return cells
+            return None
         out += split
     return out
 

@@ -102,3 +102,40 @@ def test_long_log_is_read_at_its_head_and_tail_with_file_line_numbers() -> None:
                                                                    (4, table_top + 6)]
     assert text.splitlines()[steps[0].provenance.line - 1].startswith("| 1 ")
     assert any("first 1 MiB and last 256 KiB" in n for n in notes)
+
+
+# sclite's report (ESPnet, Kaldi and WeNet recipes print it) pasted once per run under a line naming the GPU count:
+# one Markdown cell holds several columns aligned with spaces
+SCLITE_PER_RUN = """`ngpu=1`
+```
+| SPKR                         | # Snt # Wrd | Corr    Sub    Del    Ins    Err  S.Err |
+| Sum/Avg                      |12612  89635 | 75.7   18.1    6.3    2.8   27.1   57.9 |
+```
+
+`ngpu=2`
+```
+| SPKR                         | # Snt # Wrd | Corr    Sub    Del    Ins    Err  S.Err |
+| Sum/Avg                      |12612  89635 | 62.7   27.6    9.8    3.8   41.1   64.8 |
+```
+"""
+
+
+def test_tables_labelled_by_a_gpu_count_line_become_series_across_world_sizes() -> None:
+    found, _ = parse("wer.txt", SCLITE_PER_RUN)
+    errors = [e for e in found if e.kind == "metric_series" and e.name == "err"]
+    assert [(s.world_size, s.values, s.provenance.line) for s in errors] == [(1, (27.1,), 4), (2, (41.1,), 10)]
+
+
+def test_a_tables_own_world_size_column_wins_over_a_label_above_it() -> None:
+    found, _ = parse("bench.md", "8 GPUs\n| GPUs | samples/s |\n|---|---|\n| 1 | 100 |\n| 8 | 400 |\n")
+    assert [(s.world_size, s.throughput) for s in found if s.kind == "step_metric"] == [(1, 100.0), (8, 400.0)]
+
+
+def test_a_header_cell_with_two_spaces_still_reads_rows_that_do_not_split() -> None:
+    found, _ = parse("bench.md", "| GPUs | step time  (ms) |\n|---|---|\n| 1 | 100 |\n| 4 | 130 |\n")
+    assert [(s.world_size, s.step_time) for s in found if s.kind == "step_metric"] == [(1, 0.1), (4, 0.13)]
+
+
+def test_a_label_line_does_not_make_a_table_without_measures_a_metric_table() -> None:
+    found, _ = parse("x.md", "With 4 GPUs:\n| name | value |\n|---|---|\n| lr | 0.1 |\n")
+    assert not [e for e in found if e.kind in ("step_metric", "metric_series")]
