@@ -129,9 +129,8 @@ def _tables(src: Source, spec: FamilySpec) -> list[Any]:
             if labelled is not None and {"world_size", "seed"} & {f for f, _, _ in (split or plain or [])}:
                 labelled = None  # the table names its own world sizes
             continue
-        header, parts = split, _align(groups, cells) if split else None
-        if parts is None or len(parts) != len(split or []):
-            header, parts = plain, cells
+        aligned = _align(groups, cells) if split else None  # as long as ``split`` whenever it is not None
+        header, parts = (split, aligned) if aligned is not None else (plain, cells)
         if header is None or len(parts) != len(header):
             continue
         row: dict[str, Any] = {"world_size": labelled} if labelled is not None else {}
@@ -159,14 +158,10 @@ def _align(groups: list[list[str]], cells: list[str]) -> list[str] | None:
             out.append(cell)
             continue
         split = _split_cell(cell)
-        if len(split) != len(parts) or not all(_is_number(p) for p in split):
+        if len(split) != len(parts) or any(to_float(p) is None for p in split):
             return None
         out += split
     return out
-
-
-def _is_number(text: str) -> bool:
-    return to_float(text.replace(",", "")) is not None
 
 
 def _ws_label(src: Source, header_line: int, spec: FamilySpec) -> int | None:
