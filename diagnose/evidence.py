@@ -205,7 +205,8 @@ class LaunchSpec(_Evidence):
     gpus_per_node: int | None = Field(None, description="GPUs asked for per node (--gres=gpu:N, --gpus-per-node)")
     gpus_per_task: int | None = None
     cpus_per_task: int | None = None
-    mem: str | None = Field(None, description="memory asked for (--mem, --mem-per-cpu), as written")
+    mem: str | None = Field(None, description="memory asked for per node or per GPU (--mem, --mem-per-gpu), as written")
+    mem_per_cpu: str | None = Field(None, description="memory asked for per CPU (--mem-per-cpu), as written")
     exclusive: bool | None = None
     cuda_visible_devices: str | None = None
     visible_gpus: int | None = Field(None, description="devices CUDA_VISIBLE_DEVICES leaves visible")

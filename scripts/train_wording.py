@@ -31,8 +31,7 @@ SYMPTOMS = tuple(VOCABULARY)  # the table's columns: the contract's symptoms, in
 # the corpora nobody has read yet (gathered in session 19): the honest measure, never counted. Session 17
 # read heldout27..33, session 18 heldout34..36, 39, 40 and session 19 heldout41..49 (their misses taught it rules
 # written from the sources); they are counted now.
-HELD_OUT = ("heldout50", "heldout51", "heldout52", "heldout53", "heldout54", "heldout55", "heldout56", "heldout57",
-            "heldout58", "heldout59", "heldout60", "heldout61", "heldout62", "heldout63")
+HELD_OUT = tuple(f"heldout{n}" for n in range(64, 76))
 MIN_DOCUMENTS = 3
 ALPHA = 0.5
 MIN_WORDS = 2

@@ -8,6 +8,7 @@ from typing import Any
 
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind, by_source, predicate
+from diagnose.predicates.launch_requests import host_memory_small, multi_node
 from diagnose.probes.artifacts.source import to_int
 
 GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
@@ -441,6 +442,8 @@ CHECKS = {
     "world_size_not_product": _world_product,
     "rdzv_endpoint_without_port": _endpoint_no_port,
     "procs_exceed_world": _procs_exceed_world,
+    "multi_node": multi_node,
+    "host_memory_small": host_memory_small,
     "code_rank_fixed": _code_rank_fixed,
     "code_world_size_differs": _code_world_size,
     "code_device_from_global_rank": _code_device_global,
@@ -457,7 +460,8 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
     procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
-    rdzv_endpoint_without_port, procs_exceed_world, starts_processes (a launcher, batch script, mp.spawn or pod starts
+    rdzv_endpoint_without_port, procs_exceed_world, multi_node (a launch of two or more nodes), host_memory_small (a Slurm request of at most 8 GiB of host
+    memory per task), starts_processes (a launcher, batch script, mp.spawn or pod starts
     the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no

@@ -3,6 +3,7 @@ from one line to the next (post-mortem evidence)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,13 +18,18 @@ def _as_strs(value: Any) -> set[str]:
 @predicate(binds=("values",), kinds=("log_line",))
 def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any] | None = None) -> Binding | None:
     """A field of one signature takes different values across ranks or files (e.g. versions), among the
-    lines whose other fields equal ``where`` (e.g. only MASTER_PORT assignments)."""
-    lines = [line for line in ctx.lines(signature)
-             if not where or all(str(line.fields.get(k)) in _as_strs(v) for k, v in where.items())]
-    values = {str(line.fields.get(field)) for line in lines if line.fields.get(field) is not None}
-    if len(values) < 2:
-        return None
-    return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
+    lines whose other fields equal ``where`` (e.g. only MASTER_PORT assignments). Lines are compared within one
+    value of each ``where`` field: MASTER_ADDR=a against MASTER_ADDR=b, never MASTER_ADDR against MASTER_PORT."""
+    keys = sorted(where or {})
+    groups: dict[tuple[str, ...], list[Any]] = defaultdict(list)
+    for line in ctx.lines(signature):
+        if all(str(line.fields.get(k)) in _as_strs(where[k]) for k in keys):
+            groups[tuple(str(line.fields.get(k)) for k in keys)].append(line)
+    for lines in groups.values():
+        values = {str(line.fields.get(field)) for line in lines if line.fields.get(field) is not None}
+        if len(values) >= 2:
+            return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})
+    return None
 
 
 @predicate(binds=("before", "after", "expected"), kinds=("log_line",))

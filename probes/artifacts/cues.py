@@ -48,6 +48,7 @@ def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
 def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     tables, out = spec.tables, []
     marker, word, quote = spec.rx("log_marker"), spec.rx("word"), spec.rx("quote_prefix")
+    code = spec.rx("inline_code")
     head = src.lines[: tables["max_lines"]]
     # a title-like paste ('Stuck during training'): a source of a few short lines is read with fewer words
     title = sum(1 for raw in head if raw.strip()) <= tables["title_max_lines"]
@@ -57,8 +58,9 @@ def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
         line = quote.sub("", raw).strip()
         if not line or marker.match(line):
             continue
-        words = word.findall(line)
-        latin = len(words) >= least and sum(map(len, words)) >= tables["min_word_share"] * len(line)
+        measured = code.sub(" ", line).strip()  # a command quoted in the sentence is not counted against it
+        words = word.findall(measured)
+        latin = len(words) >= least and sum(map(len, words)) >= tables["min_word_share"] * len(measured)
         if latin or len(spec.rx("cjk").findall(line)) >= least_cjk:  # or a Chinese/Japanese/Korean sentence
             out.append((no, line))
     return out

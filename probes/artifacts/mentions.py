@@ -35,8 +35,11 @@ def _lines(src: Source, spec: FamilySpec, with_code: bool) -> list[tuple[int, st
     printed, command = spec.rx("printed"), spec.rx("command_like")
     out = []
     for no, raw in enumerate(src.lines[: tables["max_lines"]], 1):
-        if no in prose and not command.search(prose[no]):
-            out.append((no, prose[no], "prose"))
+        if no in prose:
+            if not command.search(prose[no]):
+                out.append((no, prose[no], "prose"))
+            elif with_code:  # a sentence that quotes a command: read like the command, whatever its length
+                out.append((no, prose[no], "code"))
             continue
         line = raw.strip()
         if with_code and line and len(line) <= tables["max_code_len"] and not printed.search(line):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from diagnose.hook.collect import oom_figures
-from diagnose.units import parse_size, size_bytes
+from diagnose.units import parse_size, size_bytes, slurm_mib
 
 
 @pytest.mark.parametrize(("text", "want"), [
@@ -19,6 +19,18 @@ def test_sizes_as_torch_prints_them(text: str, want: float) -> None:
 @pytest.mark.parametrize("text", [None, "", "MiB", "12", "12 parsecs", "x.y GiB"])
 def test_unreadable_sizes_are_none(text: object) -> None:
     assert parse_size(text) is None
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("4G", 4096.0), ("4000", 4000.0), ("512M", 512.0), ("2048K", 2.0), ("1T", 1024.0 * 1024), ("16gb", 16384.0),
+])
+def test_slurm_memory_requests_in_mib(text: str, want: float) -> None:
+    assert slurm_mib(text) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("text", [None, "", "0", "0G", "lots", "4X"])
+def test_slurm_requests_without_a_limit_or_unreadable_are_none(text: object) -> None:
+    assert slurm_mib(text) is None  # --mem=0 asks for all of the node's memory: no limit to fall under
 
 
 def test_size_bytes_of_number_and_unit() -> None:
