@@ -58,9 +58,10 @@ def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
         line = quote.sub("", raw).strip()
         if not line or marker.match(line):
             continue
-        measured = code.sub(" ", line).strip()  # a command quoted in the sentence is not counted against it
-        words = word.findall(measured)
-        latin = len(words) >= least and sum(map(len, words)) >= tables["min_word_share"] * len(measured)
+        # a command quoted inside a sentence is not counted against the sentence around it
+        latin = any(len(words := word.findall(text)) >= least
+                    and sum(map(len, words)) >= tables["min_word_share"] * len(text)
+                    for text in dict.fromkeys((line, code.sub(" ", line).strip())))
         if latin or len(spec.rx("cjk").findall(line)) >= least_cjk:  # or a Chinese/Japanese/Korean sentence
             out.append((no, line))
     return out
