@@ -460,9 +460,9 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
     procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
-    rdzv_endpoint_without_port, procs_exceed_world, multi_node (a launch of two or more nodes), host_memory_small (a Slurm request of at most 8 GiB of host
-    memory per task), starts_processes (a launcher, batch script, mp.spawn or pod starts
-    the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
+    rdzv_endpoint_without_port, procs_exceed_world, multi_node (a launch of two or more nodes), host_memory_small
+    (a Slurm request of at most 8 GiB of host memory per task), starts_processes (a launcher, batch script, mp.spawn
+    or pod starts the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no
     DistributedSampler, with none of the script's own)."""
