@@ -8,7 +8,7 @@ from typing import Any
 
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind, by_source, predicate
-from diagnose.predicates.launch_requests import host_memory_small, multi_node
+from diagnose.predicates.launch_requests import host_memory_small, multi_node, multi_node_launch
 from diagnose.probes.artifacts.source import to_int
 
 GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
@@ -287,10 +287,6 @@ def _started(ctx: Context) -> list[tuple[Any, int, bool]]:
     return out
 
 
-def _nodes(ctx: Context) -> Any:
-    return next((s for s in ctx.of("launch_spec") if s.launcher != "code" and (s.nodes or 0) > 1), None)
-
-
 def _code_rank_fixed(ctx: Context) -> Binding | None:
     """init_process_group(rank=<a number>) while more than one process starts: every process claims that rank (the
     docstring of torch.distributed.init_process_group: rank in [0, world_size - 1], one per process); or rank=
@@ -300,7 +296,7 @@ def _code_rank_fixed(ctx: Context) -> Binding | None:
         if rank.isdigit() and spec.world_size != 1:
             return bind([spec], launcher="init_process_group", procs=spec.world_size or "several",
                          devices=rank, where=f"rank={rank} written into the script", detail=spec.text or "")
-        multi = _nodes(ctx)
+        multi = multi_node_launch(ctx)
         if multi is not None and spec.rank_scope == "local":
             return bind([spec, multi], launcher="init_process_group", procs=multi.nodes, devices=rank,
                          where=f"rank={rank}, a per-node index, on {multi.nodes} nodes", detail=spec.text or "")
@@ -323,7 +319,7 @@ def _code_world_size(ctx: Context) -> Binding | None:
 def _code_device_global(ctx: Context) -> Binding | None:
     """A device index taken from the global rank on more than one node: on the second node the rank exceeds the
     GPUs there (torchrun sets LOCAL_RANK for the device, RANK for the process group; torch/distributed/run.py)."""
-    multi = _nodes(ctx)
+    multi = multi_node_launch(ctx)
     if multi is None:
         return None
     for spec in _code(ctx, "device_index"):

@@ -3,6 +3,8 @@ scheduler gives each task (launch checks ``multi_node`` and ``host_memory_small`
 
 from __future__ import annotations
 
+from typing import Any
+
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind
 from diagnose.units import slurm_mib
@@ -29,9 +31,14 @@ def host_memory_small(ctx: Context, at_most_gib: float = 8) -> Binding | None:
     return None
 
 
+def multi_node_launch(ctx: Context) -> Any:
+    """The first launch (not a script's own calls) that asks for two or more nodes, or None."""
+    return next((s for s in ctx.of("launch_spec") if s.launcher != "code" and (s.nodes or 0) > 1), None)
+
+
 def multi_node(ctx: Context) -> Binding | None:
     """A launch of two or more nodes (the rendezvous and the network between the nodes come into play)."""
-    spec = next((s for s in ctx.of("launch_spec") if s.launcher != "code" and (s.nodes or 0) > 1), None)
+    spec = multi_node_launch(ctx)
     if spec is None:
         return None
     return bind([spec], launcher=spec.launcher, procs=spec.nodes, devices="?",
