@@ -20,10 +20,10 @@ def _matches(value: Any, equals: Any, at_least: float | None, below: float | Non
     if equals is not None:
         return str(value).lower() == str(equals).lower()
     if isinstance(value, str) and (at_least is not None or below is not None):
-        try:  # a version-like fact stored as text ('10.1', the CUDA a torch build targets)
-            value = float(value)
-        except ValueError:
+        number = _version_number(value)  # a version-like fact stored as text ('10.1', '1.3.4')
+        if number is None:
             return False
+        value = number
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return at_least is None and below is None and bool(value)
     return (at_least is None or value >= at_least) and (below is None or value < below)
@@ -72,6 +72,16 @@ def system_fact_differs(ctx: Context, facts: Sequence[str]) -> Binding | None:
             cited = [fs[0] for fs in by_value.values()]
             return bind(cited, name=name, values=" vs ".join(sorted(by_value)), sources=len(sources))
     return None
+
+
+def _version_number(value: str) -> float | None:
+    """A number ('0.05') as itself, a dotted version ('10.2.89', '1.3.4') as its major.minor."""
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    major_minor = _version(value, 2) or _version(value, 1)
+    return float(".".join(map(str, major_minor))) if major_minor else None
 
 
 def _version(value: Any, parts: int) -> tuple[int, ...] | None:
