@@ -8,7 +8,13 @@ from typing import Any
 
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind, by_source, predicate
-from diagnose.predicates.launch_requests import host_memory_small, multi_node, multi_node_launch
+from diagnose.predicates.launch_requests import (
+    host_memory_small,
+    mpirun_on_local_host,
+    multi_node,
+    multi_node_launch,
+    python_after_visible_gpus,
+)
 from diagnose.probes.artifacts.source import to_int
 
 GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
@@ -440,6 +446,8 @@ CHECKS = {
     "procs_exceed_world": _procs_exceed_world,
     "multi_node": multi_node,
     "host_memory_small": host_memory_small,
+    "python_after_visible_gpus": python_after_visible_gpus,
+    "mpirun_on_local_host": mpirun_on_local_host,
     "code_rank_fixed": _code_rank_fixed,
     "code_world_size_differs": _code_world_size,
     "code_device_from_global_rank": _code_device_global,
@@ -457,7 +465,9 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
     rdzv_endpoint_without_port, procs_exceed_world, multi_node (a launch of two or more nodes), host_memory_small
-    (a Slurm request of at most 8 GiB of host memory per task), starts_processes (a launcher, batch script, mp.spawn
+    (a Slurm request of at most 8 GiB of host memory per task), python_after_visible_gpus (several GPUs made
+    visible, then plain python on a later line, no launcher), mpirun_on_local_host (mpirun -n more than a node's GPUs
+    with no hosts, outside a scheduler), starts_processes (a launcher, batch script, mp.spawn
     or pod starts the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no

@@ -9,6 +9,8 @@ from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind
 from diagnose.units import slurm_mib
 
+USES_SIGNATURES = frozenset({"job_script_python_without_launcher"})
+
 
 def host_memory_small(ctx: Context, at_most_gib: float = 8) -> Binding | None:
     """A Slurm request that gives each task at most ``at_most_gib`` GiB of host memory (--mem-per-cpu times
@@ -43,3 +45,41 @@ def multi_node(ctx: Context) -> Binding | None:
         return None
     return bind([spec], launcher=spec.launcher, procs=spec.nodes, devices="?",
                 where=f"{spec.nodes} nodes", detail=spec.text or "")
+
+
+def python_after_visible_gpus(ctx: Context) -> Binding | None:
+    """A file that makes several GPUs visible (``export CUDA_VISIBLE_DEVICES=0,1,...``) and then starts the script
+    with plain python on a later line, with no launcher in the file: one process sees every GPU."""
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher != "env" or (spec.visible_gpus or 0) < 2:
+            continue
+        src, first = spec.provenance.source, spec.provenance.line or 0
+        if any(s.launcher != "env" and s.provenance.source == src for s in ctx.of("launch_spec")):
+            continue
+        starts = [e for e in ctx.lines("job_script_python_without_launcher")
+                  if e.provenance.source == src and (e.provenance.line or 0) > first]
+        if starts:
+            return bind([spec, starts[0]], launcher="python", procs=1, devices=spec.visible_gpus,
+                        where=f"{spec.visible_gpus} visible GPUs, then plain python on line {starts[0].provenance.line}",
+                        detail=starts[0].text or "")
+    return None
+
+
+def mpirun_on_local_host(ctx: Context, most_gpus: int = 8) -> Binding | None:
+    """An mpirun/mpiexec launch of more processes than one node's GPUs (the hardware's count where a tool printed
+    it, else ``most_gpus``) that names no hosts (-H, --host, --hostfile) outside a scheduler's allocation: Open MPI
+    and MPICH then start every process on the local host."""
+    specs = ctx.of("launch_spec")
+    if any(s.launcher in ("srun", "sbatch", "kubernetes") for s in specs):
+        return None
+    counts = [f.value for f in ctx.of("system_fact") if f.name == "gpu_count" and isinstance(f.value, int) and f.value > 0]
+    limit = max(counts) if counts else most_gpus
+    for spec in specs:
+        if spec.launcher != "mpirun" or spec.hosts or spec.procs_per_node or (spec.world_size or 0) <= limit:
+            continue
+        if any("hostfile" in k.lower() or k.startswith("SLURM_") for k in spec.variables):
+            continue
+        return bind([spec], launcher="mpirun", procs=spec.world_size, devices=limit,
+                    where=f"-n {spec.world_size} with no -H/--hostfile starts every process on this host",
+                    detail=spec.text or "")
+    return None

@@ -20,7 +20,7 @@ __all__ = ["launcher_of", "parse", "split_command", "visible_count"]
 
 _INT_FIELDS = ("nodes", "procs_per_node", "world_size", "gpus_per_node", "gpus_per_task", "cpus_per_task",
                "master_port")
-_STR_FIELDS = ("rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "mem", "mem_per_cpu", "wrapper")
+_STR_FIELDS = ("rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "mem", "mem_per_cpu", "wrapper", "hosts")
 BATCH_STARTERS = ("srun", "mpirun")
 
 

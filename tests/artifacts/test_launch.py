@@ -58,6 +58,8 @@ def test_kubernetes_pytorchjob_env() -> None:
      {"procs_per_node": 8, "world_size": 16, "master_port": 29500, "script": "train.py"}),
     ("mpirun -np 16 -npernode 8 python train.py", "mpirun", {"world_size": 16, "procs_per_node": 8}),
     ("mpirun -np 8 --map-by ppr:4:node python train.py", "mpirun", {"world_size": 8, "procs_per_node": 4}),
+    ("mpirun -np 16 -H node1:8,node2:8 python train.py", "mpirun", {"world_size": 16, "hosts": "node1:8,node2:8"}),
+    ("mpiexec -n 16 --hostfile hosts.txt python train.py", "mpirun", {"world_size": 16, "hosts": "hosts.txt"}),
     ("python -m lightning run model --devices 4 --num-nodes 2 train.py", "lightning",
      {"procs_per_node": 4, "nodes": 2, "script": "train.py"}),
     ("srun -N2 --ntasks-per-node=4 --gpus-per-task=1 -c 8 --mem=64G python train.py", "srun",
