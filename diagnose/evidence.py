@@ -118,6 +118,8 @@ class StepMetric(_Evidence):
     run: str | None = Field(None, description="run label (file or world size) it belongs to")
     step: int | None = None
     epoch: int | None = None
+    epoch_progress: float | None = Field(None, description="the epoch with its fraction, as a trainer logs it "
+                                                           "('epoch': 0.96)")
     step_time: float | None = Field(None, description="seconds per step")
     data_time: float | None = Field(None, description="seconds per step waiting for data")
     comm_time: float | None = None

@@ -86,12 +86,16 @@ def rank_exited(ctx: Context, signals: Sequence[str] = (), exitcodes: Sequence[i
     keeps only ranks that logged one of those (e.g. a checkpoint save). A line of ``only_reported``
     that names no rank counts for the one candidate rank when there is exactly one. ``unless_raised``
     drops ranks that raised a Python exception of their own first (a traceback on the dead rank is
-    its cause, the signal only how it ended); exceptions of ``raised_ignore_types`` do not count."""
+    its cause, the signal only how it ended); exceptions of ``raised_ignore_types`` do not count. A line of
+    ``unless_reported`` that names no rank counts for a lone SIGABRT exit (how the NCCL watchdog ends its process)."""
     reporters = {e.rank for name in unless_reported for e in ctx.lines(name) if e.rank is not None}
     if unless_raised:
         reporters |= set(raised_by_rank(ctx, raised_ignore_types))
     found = [ex for ex in ctx.of("rank_exit") if ex.rank not in reporters
              and _exit_matches(ex, signals, exitcodes, exclude_signals, without_error_file)]
+    if len(found) == 1 and _signal(found[0]) == "SIGABRT" and any(
+            e.rank is None for name in unless_reported for e in ctx.lines(name)):
+        found = []  # a rankless report (a pasted watchdog timeout) and one SIGABRT: the watchdog's own abort
     cited: list[Any] = []
     if only_reported:
         lines = [e for name in only_reported for e in ctx.lines(name)]
@@ -107,9 +111,13 @@ def rank_exited(ctx: Context, signals: Sequence[str] = (), exitcodes: Sequence[i
     return Binding(ranks_of(found), (*found, *cited), {"exitcode": first.exitcode, "signal": sig or "no signal"})
 
 
+def _signal(ex: Any) -> str | None:
+    return ex.signal or SIGNAL_NAMES.get(-(ex.exitcode or 0))
+
+
 def _exit_matches(ex: Any, signals: Sequence[str], exitcodes: Sequence[int], exclude_signals: Sequence[str],
                   without_error_file: bool) -> bool:
-    sig = ex.signal or SIGNAL_NAMES.get(-(ex.exitcode or 0))
+    sig = _signal(ex)
     if exclude_signals and sig in exclude_signals:
         return False
     if signals or exitcodes:
@@ -299,14 +307,15 @@ def more_processes_than_devices(ctx: Context) -> Binding | None:
 
 @predicate(binds=("exc_type", "message", "where"), kinds=("log_line",))
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
-                         uncaught_only: bool = False, only_unexplained: bool = False,
+                         uncaught_only: bool = False, only_unexplained: bool = False, only_explained: bool = False,
                          include_unranked: bool = False, unranked_only: bool = False, types: Sequence[str] = (),
                          user_frames_only: Sequence[str] = (), library_frames: Sequence[str] = ()) -> Binding | None:
     """Ranks that raised an exception of their own (not one that only reports a peer's failure).
 
     Reads traceback lines from logs and the exceptions the in-process hook recorded. With
     ``only_unexplained``, an exception line that another signature also matched (an OOM, a
-    collective mismatch, ...) is left to the rules of that signature. ``include_unranked`` also
+    collective mismatch, ...) is left to the rules of that signature; ``only_explained`` keeps only those
+    (another rule names the cause). ``include_unranked`` also
     counts exceptions of a process whose rank is unknown (a single-process log, a pasted
     traceback); ``unranked_only`` counts only those. ``types`` keeps only those exception types;
     ``user_frames_only`` keeps only tracebacks whose innermost frame is in a file whose path holds
@@ -325,7 +334,8 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
             and (not types or _exc_type(e).rsplit(".", 1)[-1] in types)
             and (not user_frames_only or _in_user_code(e, user_frames_only))
             and (not library_frames or _in_library(e, library_frames))
-            and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS - _RESTATED)]
+            and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS - _RESTATED)
+            and not (only_explained and not ctx.signatures_of(e) - _EXCEPTIONS - _RESTATED)]
     if not hits:
         return None
     hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))

@@ -131,3 +131,20 @@ def progress_stops_before_total(ctx: Context, within: int = 2, least_total: int 
         if total and step is not None and total >= least_total and total - within <= step < total:
             return Binding(ranks_of([m]), (m,), {"step": step, "total": total, "short": total - step})
     return None
+
+
+@predicate(binds=("epoch", "fraction"), kinds=("step_metric",))
+def progress_ends_near_epoch_end(ctx: Context, at_least: float = 0.9) -> Binding | None:
+    """A run's last step logged with a fractional epoch (the HF Trainer's 'epoch': 0.96) has a fraction of at least
+    ``at_least``: nothing was logged after the last batches of an epoch."""
+    last: dict[Any, Any] = {}
+    for m in ctx.of("step_metric"):
+        key = (m.run or m.provenance.source, m.rank)
+        if m.epoch_progress is not None and (
+                key not in last or (m.provenance.line or 0) >= (last[key].provenance.line or 0)):
+            last[key] = m
+    for m in last.values():
+        fraction = round(m.epoch_progress - int(m.epoch_progress), 4)
+        if at_least <= fraction < 1.0:
+            return Binding(ranks_of([m]), (m,), {"epoch": m.epoch_progress, "fraction": fraction})
+    return None

@@ -203,6 +203,8 @@ def _convert(raw: dict[str, str], spec: StepSpec) -> dict[str, Any]:
         for key in INT_FIELDS:
             if key in raw:
                 out[key] = int(_num(raw[key]))
+        if raw.get("epoch_frac") and "epoch" in out:  # 'epoch': 0.96, the HF Trainer's fractional epoch
+            out["epoch_progress"] = out["epoch"] + float(raw["epoch_frac"])
         if "rank_prefix" in raw and "rank" not in out:
             out["rank"] = int(raw["rank_prefix"])
         if "loss_parts" in raw and "loss" not in raw:
@@ -264,7 +266,7 @@ def run_label(source: str, rank: int | None) -> str:
 
 def _metric(fields: dict[str, Any], source: str, line_no: int, text: str,
             base: str | None = None) -> StepMetric | None:
-    keys = set(fields) - {"run", "step", "epoch", "steps_per_epoch", "rank", "distributed"}
+    keys = set(fields) - {"run", "step", "epoch", "epoch_progress", "steps_per_epoch", "rank", "distributed"}
     if not keys and "steps_per_epoch" not in fields:
         return None
     if fields.get("run") and fields["run"] not in (source, base):
