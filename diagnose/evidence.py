@@ -213,6 +213,7 @@ class LaunchSpec(_Evidence):
     cuda_visible_devices: str | None = None
     visible_gpus: int | None = Field(None, description="devices CUDA_VISIBLE_DEVICES leaves visible")
     hosts: str | None = Field(None, description="the hosts or host file an mpirun launch names (-H, --host, --hostfile)")
+    node_rank: str | None = Field(None, description="--node-rank as written (a number or a shell variable)")
     launches_tasks: bool | None = Field(None, description="a batch script starts its processes (srun/torchrun/mpirun line)")
     inner_launcher: str | None = Field(None, description="launcher run inside this one (srun ... torchrun)")
     script: str | None = Field(None, description="the training script or module launched")

@@ -13,6 +13,7 @@ from diagnose.predicates.launch_requests import (
     mpirun_on_local_host,
     multi_node,
     multi_node_launch,
+    multi_node_without_node_rank,
     python_after_visible_gpus,
 )
 from diagnose.probes.artifacts.source import to_int
@@ -448,6 +449,7 @@ CHECKS = {
     "host_memory_small": host_memory_small,
     "python_after_visible_gpus": python_after_visible_gpus,
     "mpirun_on_local_host": mpirun_on_local_host,
+    "multi_node_without_node_rank": multi_node_without_node_rank,
     "code_rank_fixed": _code_rank_fixed,
     "code_world_size_differs": _code_world_size,
     "code_device_from_global_rank": _code_device_global,
@@ -467,7 +469,8 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     rdzv_endpoint_without_port, procs_exceed_world, multi_node (a launch of two or more nodes), host_memory_small
     (a Slurm request of at most 8 GiB of host memory per task), python_after_visible_gpus (several GPUs made
     visible, then plain python on a later line, no launcher), mpirun_on_local_host (mpirun -n more than a node's GPUs
-    with no hosts, outside a scheduler), starts_processes (a launcher, batch script, mp.spawn
+    with no hosts, outside a scheduler), multi_node_without_node_rank (torchrun for several nodes, static rendezvous,
+    no --node-rank), starts_processes (a launcher, batch script, mp.spawn
     or pod starts the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no

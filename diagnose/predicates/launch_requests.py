@@ -83,3 +83,19 @@ def mpirun_on_local_host(ctx: Context, most_gpus: int = 8) -> Binding | None:
                     where=f"-n {spec.world_size} with no -H/--hostfile starts every process on this host",
                     detail=spec.text or "")
     return None
+
+
+def multi_node_without_node_rank(ctx: Context) -> Binding | None:
+    """A torchrun / torch.distributed.launch command for two or more nodes with the static rendezvous (no
+    --rdzv-backend, or static) that gives no --node-rank: every node that runs it is node 0."""
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher not in ("torchrun", "torch.distributed.launch") or (spec.nodes or 0) < 2:
+            continue
+        if spec.node_rank is not None or (spec.rdzv_backend or "static") != "static":
+            continue
+        if any(k in spec.variables for k in ("NODE_RANK", "PET_NODE_RANK", "GROUP_RANK")):
+            continue
+        return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices=spec.nodes,
+                    where=f"--nnodes {spec.nodes} with the static rendezvous and no --node-rank",
+                    detail=spec.text or "")
+    return None

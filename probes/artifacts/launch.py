@@ -20,7 +20,8 @@ __all__ = ["launcher_of", "parse", "split_command", "visible_count"]
 
 _INT_FIELDS = ("nodes", "procs_per_node", "world_size", "gpus_per_node", "gpus_per_task", "cpus_per_task",
                "master_port")
-_STR_FIELDS = ("rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "mem", "mem_per_cpu", "wrapper", "hosts")
+_STR_FIELDS = ("rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "mem", "mem_per_cpu", "wrapper", "hosts",
+               "node_rank")
 BATCH_STARTERS = ("srun", "mpirun")
 
 
@@ -53,6 +54,9 @@ def _launcher(tokens: list[str], spec: FamilySpec) -> tuple[str, int] | None:
                 return entry["name"], 1
             if len(tokens) > 1 and tokens[1] == sub:
                 return entry["name"], 2
+        if "script" in entry and prog in spec.tables["pythons"] and len(tokens) > 1 \
+                and tokens[1].rsplit("/", 1)[-1] == entry["script"]:
+            return entry["name"], 2
         if "module" in entry and prog in spec.tables["pythons"]:
             mods = [i for i, t in enumerate(tokens[1:4], 1) if t == "-m"]
             if mods and mods[0] + 1 < len(tokens) and tokens[mods[0] + 1] == entry["module"]:
