@@ -107,3 +107,11 @@ _TOKENS = st.sampled_from(["step", "loss", ":", "=", " ", "|", "1e999", "0", "-3
 def test_fuzz_near_formats_never_raises(lines: list[str]) -> None:
     for m in parse_step_lines(enumerate(lines, 1), "fuzz.log"):
         assert m.provenance.source == "fuzz.log"
+
+
+def test_hf_trainer_fractional_epoch_is_kept() -> None:
+    """'epoch': 0.96 keeps its fraction (how far into the epoch the last logged step was); a bare epoch has none."""
+    got = _parse("{'loss': 1.5017, 'learning_rate': 0.000137, 'epoch': 0.96}\n"
+                 "Epoch 3: 100%|##########| 1563/1563 [01:02<00:00, 25.01it/s, loss=0.45]")
+    assert got[0].epoch == 0 and got[0].epoch_progress == pytest.approx(0.96)
+    assert got[1].epoch == 3 and got[1].epoch_progress is None
