@@ -9,6 +9,7 @@ from typing import Any
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind, by_source, predicate
 from diagnose.predicates.launch_requests import (
+    hardware_gpu_count,
     host_memory_small,
     mpirun_on_local_host,
     multi_node,
@@ -18,14 +19,7 @@ from diagnose.predicates.launch_requests import (
 )
 from diagnose.probes.artifacts.source import to_int
 
-GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
 _FIELDS = ("launcher", "procs", "devices", "where", "detail")
-
-
-def _gpu_count(ctx: Context) -> tuple[int, Any] | None:
-    counts = [f for f in ctx.of("system_fact") if f.name == "gpu_count" and f.tool in GPU_COUNT_TOOLS
-              and isinstance(f.value, int) and f.value > 0]
-    return (max(f.value for f in counts), max(counts, key=lambda f: f.value)) if counts else None
 
 
 def _procs(spec: Any) -> int | None:
@@ -33,7 +27,7 @@ def _procs(spec: Any) -> int | None:
 
 
 def _exceeds(ctx: Context, against: str) -> Binding | None:
-    hardware = _gpu_count(ctx) if against == "hardware" else None
+    hardware = hardware_gpu_count(ctx) if against == "hardware" else None
     for source, specs in by_source(ctx, "launch_spec").items():
         alloc = next((s for s in specs if s.launcher in ("sbatch", "srun") and s.gpus_per_node), None)
         env = next((s for s in specs if s.launcher in ("env", "kubernetes") and s.visible_gpus is not None), None)
@@ -222,7 +216,7 @@ def _total_over_machines(ctx: Context) -> Binding | None:
     for s in ctx.of("launch_spec"):
         if s.launcher == "accelerate" and s.world_size and (s.nodes or 1) > 1:
             items.append((s, s.world_size, s.nodes, "--num_processes"))
-    hardware = _gpu_count(ctx)
+    hardware = hardware_gpu_count(ctx)
     for ev, total, machines, name in items:
         per = total // machines
         if total % machines or per == 0:

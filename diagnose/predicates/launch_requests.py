@@ -1,15 +1,24 @@
-"""What a launch asks of the cluster, checked over pasted artifacts: the nodes it spans and the host memory a
-scheduler gives each task (launch checks ``multi_node`` and ``host_memory_small``)."""
+"""What a launch asks of the cluster, checked over pasted artifacts: the nodes it spans, the host memory a scheduler
+gives each task, the GPUs a tool saw, and how the processes are started (launch checks ``multi_node``,
+``host_memory_small``, ``python_after_visible_gpus``, ``mpirun_on_local_host``, ``multi_node_without_node_rank``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from diagnose.context import Context
-from diagnose.predicates.base import Binding, bind
+from diagnose.predicates.base import Binding, bind, by_source
 from diagnose.units import slurm_mib
 
 USES_SIGNATURES = frozenset({"job_script_python_without_launcher"})
+GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
+
+
+def hardware_gpu_count(ctx: Context) -> tuple[int, Any] | None:
+    """(the largest GPU count a system tool printed, its fact), or None."""
+    counts = [f for f in ctx.of("system_fact") if f.name == "gpu_count" and f.tool in GPU_COUNT_TOOLS
+              and isinstance(f.value, int) and f.value > 0]
+    return (max(f.value for f in counts), max(counts, key=lambda f: f.value)) if counts else None
 
 
 def host_memory_small(ctx: Context, at_most_gib: float = 8) -> Binding | None:
@@ -50,12 +59,13 @@ def multi_node(ctx: Context) -> Binding | None:
 def python_after_visible_gpus(ctx: Context) -> Binding | None:
     """A file that makes several GPUs visible (``export CUDA_VISIBLE_DEVICES=0,1,...``) and then starts the script
     with plain python on a later line, with no launcher in the file: one process sees every GPU."""
-    for spec in ctx.of("launch_spec"):
-        if spec.launcher != "env" or (spec.visible_gpus or 0) < 2:
+    for src, specs in by_source(ctx, "launch_spec").items():
+        if any(s.launcher != "env" for s in specs):
+            continue  # a launcher in the file starts the processes
+        spec = next((s for s in specs if (s.visible_gpus or 0) >= 2), None)
+        if spec is None:
             continue
-        src, first = spec.provenance.source, spec.provenance.line or 0
-        if any(s.launcher != "env" and s.provenance.source == src for s in ctx.of("launch_spec")):
-            continue
+        first = spec.provenance.line or 0
         starts = [e for e in ctx.lines("job_script_python_without_launcher")
                   if e.provenance.source == src and (e.provenance.line or 0) > first]
         if starts:
@@ -72,8 +82,8 @@ def mpirun_on_local_host(ctx: Context, most_gpus: int = 8) -> Binding | None:
     specs = ctx.of("launch_spec")
     if any(s.launcher in ("srun", "sbatch", "kubernetes") for s in specs):
         return None
-    counts = [f.value for f in ctx.of("system_fact") if f.name == "gpu_count" and isinstance(f.value, int) and f.value > 0]
-    limit = max(counts) if counts else most_gpus
+    hardware = hardware_gpu_count(ctx)
+    limit = hardware[0] if hardware else most_gpus
     for spec in specs:
         if spec.launcher != "mpirun" or spec.hosts or spec.procs_per_node or (spec.world_size or 0) <= limit:
             continue

@@ -4,7 +4,7 @@ from one line to the next (post-mortem evidence)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from diagnose.context import Context
@@ -116,17 +116,22 @@ def _who(line: Any, by: Sequence[str]) -> str:
     return " ".join(named) or str(line.provenance.source)
 
 
+def _last_per_run(ctx: Context, keep: Callable[[Any], bool] = lambda m: True) -> list[Any]:
+    """The last step metric (by line) of each run and rank, among those ``keep`` accepts."""
+    last: dict[Any, Any] = {}
+    for m in ctx.of("step_metric"):
+        key = (m.run or m.provenance.source, m.rank)
+        if keep(m) and (key not in last or (m.provenance.line or 0) >= (last[key].provenance.line or 0)):
+            last[key] = m
+    return list(last.values())
+
+
 @predicate(binds=("step", "total", "short"), kinds=("step_metric",))
 def progress_stops_before_total(ctx: Context, within: int = 2, least_total: int = 20) -> Binding | None:
     """A run's progress (a tqdm bar or a 'step N/M' counter) ends at most ``within`` steps short of its own total,
     with nothing later from that run: the last batches of the epoch never completed (the total is at least
     ``least_total``, so a short bar's ordinary stop is not read)."""
-    last: dict[Any, Any] = {}
-    for m in ctx.of("step_metric"):
-        key = (m.run or m.provenance.source, m.rank)
-        if key not in last or (m.provenance.line or 0) >= (last[key].provenance.line or 0):
-            last[key] = m
-    for m in last.values():
+    for m in _last_per_run(ctx):
         total, step = m.steps_per_epoch, m.step
         if total and step is not None and total >= least_total and total - within <= step < total:
             return Binding(ranks_of([m]), (m,), {"step": step, "total": total, "short": total - step})
@@ -137,13 +142,7 @@ def progress_stops_before_total(ctx: Context, within: int = 2, least_total: int 
 def progress_ends_near_epoch_end(ctx: Context, at_least: float = 0.9) -> Binding | None:
     """A run's last step logged with a fractional epoch (the HF Trainer's 'epoch': 0.96) has a fraction of at least
     ``at_least``: nothing was logged after the last batches of an epoch."""
-    last: dict[Any, Any] = {}
-    for m in ctx.of("step_metric"):
-        key = (m.run or m.provenance.source, m.rank)
-        if m.epoch_progress is not None and (
-                key not in last or (m.provenance.line or 0) >= (last[key].provenance.line or 0)):
-            last[key] = m
-    for m in last.values():
+    for m in _last_per_run(ctx, lambda m: m.epoch_progress is not None):
         fraction = round(m.epoch_progress - int(m.epoch_progress), 4)
         if at_least <= fraction < 1.0:
             return Binding(ranks_of([m]), (m,), {"epoch": m.epoch_progress, "fraction": fraction})
