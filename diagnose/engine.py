@@ -291,7 +291,7 @@ def diagnose_evidence(
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
-    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items, not causes)
+    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items)
     # the last resort, where nothing named a symptom: what the report's wording resembles
     if not (told or causes or inferred) and command in GUESSING_COMMANDS and (guessed := wording.guess(items)):
         inferred = [guessed]

@@ -10,6 +10,8 @@ from typing import Any
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, predicate, ranks_of
 
+USES_SIGNATURES = frozenset({"python_exception*"})
+
 
 def _as_strs(value: Any) -> set[str]:
     return {str(v) for v in value} if isinstance(value, list) else {str(value)}
@@ -146,4 +148,26 @@ def progress_ends_near_epoch_end(ctx: Context, at_least: float = 0.9) -> Binding
         fraction = round(m.epoch_progress - int(m.epoch_progress), 4)
         if at_least <= fraction < 1.0:
             return Binding(ranks_of([m]), (m,), {"epoch": m.epoch_progress, "fraction": fraction})
+    return None
+
+
+@predicate(binds=("stage",), kinds=("log_line", "step_metric"))
+def stalled_at(ctx: Context, names: Sequence[str], unless_after: Sequence[str] = (),
+               ignore_types: Sequence[str] = ()) -> Binding | None:
+    """A file's last line of ``names`` (a stage such as building a native extension or reading a checkpoint) has no
+    line of ``unless_after`` (the stage's end or failure), no exception (other than of ``ignore_types``, e.g. the
+    launcher's ChildFailedError) and no training step after it in that file: the process stopped there."""
+    raised = [line for line in ctx.lines("python_exception*")
+              if str(line.fields.get("exc_type") or "").rsplit(".", 1)[-1] not in ignore_types]
+    later = [*(line for name in unless_after for line in ctx.lines(name)), *raised, *ctx.of("step_metric")]
+    for name in names:
+        last: dict[Any, Any] = {}
+        for line in ctx.lines(name):
+            src = line.provenance.source
+            if src not in last or (line.provenance.line or 0) >= (last[src].provenance.line or 0):
+                last[src] = line
+        for src, line in last.items():
+            if not any(x.provenance.source == src and (x.provenance.line or 0) > (line.provenance.line or 0)
+                       for x in later):
+                return Binding(ranks_of([line]), (line,), {"stage": line.text.strip()[:160]})
     return None

@@ -31,14 +31,20 @@ SEPARATOR = "\x00"  # joins the lines read: no component pattern matches it, and
 def _lines(src: Source, spec: FamilySpec, with_code: bool) -> list[tuple[int, str, str]]:
     """(line number, text, prose | code) of the lines that may mention a component; code lines only ``with_code``."""
     tables = spec.tables
-    prose = dict(prose_lines(src, family("cues")))
-    printed, command = spec.rx("printed"), spec.rx("command_like")
+    cues = family("cues")
+    prose = dict(prose_lines(src, cues))
+    printed, command, quoted = spec.rx("printed"), spec.rx("command_like"), cues.rx("inline_code")
     out = []
     for no, raw in enumerate(src.lines[: tables["max_lines"]], 1):
         if no in prose:
             if not command.search(prose[no]):
                 out.append((no, prose[no], "prose"))
-            elif with_code:  # a sentence that quotes a command: read like the command, whatever its length
+                continue
+            # a sentence that quotes a command: the words around the quote are prose, the whole line reads like
+            # the command (whatever its length)
+            if (words := quoted.sub("`...`", prose[no])) != prose[no] and not command.search(words):
+                out.append((no, words, "prose"))
+            if with_code:
                 out.append((no, prose[no], "code"))
             continue
         line = raw.strip()
