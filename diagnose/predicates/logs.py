@@ -131,16 +131,16 @@ def _exit_matches(ex: Any, signals: Sequence[str], exitcodes: Sequence[int], exc
 @predicate(binds=("op", "seq", "numel", "victims"), kinds=("collective_state",))
 def collective_timed_out(ctx: Context, ops: Sequence[str] = (), max_numel: int | None = None,
                          min_numel: int | None = None, max_seq: int | None = None,
-                         min_seq: int | None = None) -> Binding | None:
+                         min_seq: int | None = None, unnumbered: bool = False) -> Binding | None:
     """A collective timed out on some rank (watchdog / gloo), optionally of given ops or sizes, or among the first
     ``max_seq`` collectives of its process group (the sequence number the watchdog prints, counted from 1), or at
-    ``min_seq`` or later."""
+    ``min_seq`` or later (with ``unnumbered``, a timeout whose line prints no sequence number counts as later)."""
     hits = [c for c in ctx.of("collective_state") if c.state == "timed_out"
             and (not ops or (c.op or "").lower() in ops)]
     if max_seq is not None:
         hits = [c for c in hits if c.seq is not None and c.seq <= max_seq]
     if min_seq is not None:
-        hits = [c for c in hits if c.seq is not None and c.seq >= min_seq]
+        hits = [c for c in hits if (c.seq is None and unnumbered) or (c.seq is not None and c.seq >= min_seq)]
     if max_numel is not None:
         hits = [c for c in hits if _numel(c) is not None and _numel(c) <= max_numel]
     if min_numel is not None:
