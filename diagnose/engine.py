@@ -291,7 +291,11 @@ def diagnose_evidence(
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
     causes = rank_causes(evaluate(ruleset, ctx), told)
-    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(items)
+    # where only weak evidence speaks, the report's own words may name what was seen ('I run into GPU OOM'), but not
+    # a crash: the words 'error' and 'exception' are in nearly every report, and the rules that fired already place
+    # the failure (a collective timeout is a hang whatever the words around it)
+    inferred = [] if told or (causes and causes[0].confidence != "low") else infer_symptoms(
+        items, words_not=("crash",) if causes else ())
     # the last resort, where nothing named a symptom: what the report's wording resembles
     if not (told or causes or inferred) and command in GUESSING_COMMANDS and (guessed := wording.guess(items)):
         inferred = [guessed]

@@ -92,9 +92,10 @@ def _share(steps: Sequence[Any], terms: Sequence[str]) -> float:
     return sum(getattr(e, t) or 0.0 for e in timed for t in terms) / total if total else 1.0
 
 
-def infer_symptoms(evidence: Sequence[Any], with_words: bool = True) -> list[InferredSymptom]:
+def infer_symptoms(evidence: Sequence[Any], with_words: bool = True,
+                   words_not: Sequence[str] = ()) -> list[InferredSymptom]:
     """Symptoms the artifacts suggest, strongest first (at most one per rule); ``with_words``: also the symptom the
-    report's sentences describe (probes/artifacts/cues.py), which the engine asks for only when no rule fired."""
+    report's sentences describe (probes/artifacts/cues.py), except the symptoms in ``words_not``."""
     out: list[InferredSymptom] = []
     holding: list[dict[str, Any]] = []  # the rules that hold, in table order
     for rule in family("infer").tables["rules"]:
@@ -105,7 +106,7 @@ def infer_symptoms(evidence: Sequence[Any], with_words: bool = True) -> list[Inf
             out.append(InferredSymptom(symptom=rule["symptom"], basis=rule["basis"], provenance=first.provenance,
                                        missing=tuple(rule.get("missing", ())),
                                        text=f"{rule['basis']} ({len(hits)} record(s))"))
-    words = [e for e in evidence if e.kind == "inferred_symptom"]
+    words = [e for e in evidence if e.kind == "inferred_symptom" and e.symptom not in words_not]
     # measurements that fit several symptoms (no report sentence decided first): the one the report's words name first
     if len(out) > 1 and "signatures" not in holding[0]["when"]:
         said = {e.symptom for e in words}
