@@ -151,4 +151,8 @@ def parse(src: Source) -> list[Any]:
         for order, name in enumerate(candidates)
         for m, (no, text, where) in _search(spec, name, lines)
     ]
-    return [mention for _, _, mention in sorted(found, key=lambda f: (f[0], f[1]))]
+    # a sentence quoting a command is read twice (its words, and the whole line): one mention per line and component
+    unique: dict[tuple[int, str], Any] = {}
+    for no, _, mention in sorted(found, key=lambda f: (f[0], f[1])):
+        unique.setdefault((no, mention.component), mention)
+    return list(unique.values())
