@@ -4,7 +4,7 @@ from one line to the next (post-mortem evidence)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from diagnose.context import Context
@@ -118,14 +118,20 @@ def _who(line: Any, by: Sequence[str]) -> str:
     return " ".join(named) or str(line.provenance.source)
 
 
+def _last_by(items: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, Any]:
+    """The last item (by line) of each ``key``."""
+    last: dict[Any, Any] = {}
+    for item in items:
+        k = key(item)
+        if k not in last or (item.provenance.line or 0) >= (last[k].provenance.line or 0):
+            last[k] = item
+    return last
+
+
 def _last_per_run(ctx: Context, keep: Callable[[Any], bool] = lambda m: True) -> list[Any]:
     """The last step metric (by line) of each run and rank, among those ``keep`` accepts."""
-    last: dict[Any, Any] = {}
-    for m in ctx.of("step_metric"):
-        key = (m.run or m.provenance.source, m.rank)
-        if keep(m) and (key not in last or (m.provenance.line or 0) >= (last[key].provenance.line or 0)):
-            last[key] = m
-    return list(last.values())
+    kept = (m for m in ctx.of("step_metric") if keep(m))
+    return list(_last_by(kept, lambda m: (m.run or m.provenance.source, m.rank)).values())
 
 
 @predicate(binds=("step", "total", "short"), kinds=("step_metric",))
@@ -161,12 +167,7 @@ def stalled_at(ctx: Context, names: Sequence[str], unless_after: Sequence[str] =
               if str(line.fields.get("exc_type") or "").rsplit(".", 1)[-1] not in ignore_types]
     later = [*(line for name in unless_after for line in ctx.lines(name)), *raised, *ctx.of("step_metric")]
     for name in names:
-        last: dict[Any, Any] = {}
-        for line in ctx.lines(name):
-            src = line.provenance.source
-            if src not in last or (line.provenance.line or 0) >= (last[src].provenance.line or 0):
-                last[src] = line
-        for src, line in last.items():
+        for src, line in _last_by(ctx.lines(name), lambda line: line.provenance.source).items():
             if not any(x.provenance.source == src and (x.provenance.line or 0) > (line.provenance.line or 0)
                        for x in later):
                 return Binding(ranks_of([line]), (line,), {"stage": line.text.strip()[:160]})

@@ -92,10 +92,9 @@ def _share(steps: Sequence[Any], terms: Sequence[str]) -> float:
     return sum(getattr(e, t) or 0.0 for e in timed for t in terms) / total if total else 1.0
 
 
-def infer_symptoms(evidence: Sequence[Any], with_words: bool = True,
-                   words_not: Sequence[str] = ()) -> list[InferredSymptom]:
-    """Symptoms the artifacts suggest, strongest first (at most one per rule); ``with_words``: also the symptom the
-    report's sentences describe (probes/artifacts/cues.py), except the symptoms in ``words_not``."""
+def infer_symptoms(evidence: Sequence[Any], words_not: Sequence[str] = ()) -> list[InferredSymptom]:
+    """Symptoms the artifacts suggest, strongest first (at most one per rule), then the symptom the report's
+    sentences describe (probes/artifacts/cues.py) unless it is one of ``words_not``."""
     out: list[InferredSymptom] = []
     holding: list[dict[str, Any]] = []  # the rules that hold, in table order
     for rule in family("infer").tables["rules"]:
@@ -111,6 +110,4 @@ def infer_symptoms(evidence: Sequence[Any], with_words: bool = True,
     if len(out) > 1 and "signatures" not in holding[0]["when"]:
         said = {e.symptom for e in words}
         out.sort(key=lambda found: found.symptom not in said)
-    if with_words:  # last: the symptom a report's own sentences describe, the weakest prior
-        out += words
-    return out
+    return out + words  # last: the symptom a report's own sentences describe, the weakest prior
