@@ -288,6 +288,15 @@ def _started(ctx: Context) -> list[tuple[Any, int, bool]]:
     return out
 
 
+def _world_of_one(ctx: Context) -> Binding | None:
+    """A launch whose whole world is one process (torchrun --nproc-per-node=1 on one node, -n 1): one GPU trains."""
+    for spec, count, whole in _started(ctx):
+        if whole and count == 1:
+            return bind([spec], launcher=spec.launcher, procs=1, devices="?",
+                        where=f"{spec.launcher} starts one process in all", detail=spec.text or "")
+    return None
+
+
 def _code_rank_fixed(ctx: Context) -> Binding | None:
     """init_process_group(rank=<a number>) while more than one process starts: every process claims that rank (the
     docstring of torch.distributed.init_process_group: rank in [0, world_size - 1], one per process); or rank=
@@ -439,6 +448,7 @@ CHECKS = {
     "world_size_not_product": _world_product,
     "rdzv_endpoint_without_port": _endpoint_no_port,
     "procs_exceed_world": _procs_exceed_world,
+    "world_of_one": _world_of_one,
     "multi_node": multi_node,
     "host_memory_small": host_memory_small,
     "python_after_visible_gpus": python_after_visible_gpus,
@@ -460,7 +470,7 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
     procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
     num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
-    rdzv_endpoint_without_port, procs_exceed_world, multi_node (a launch of two or more nodes), host_memory_small
+    rdzv_endpoint_without_port, procs_exceed_world, world_of_one (the whole world is one process), multi_node (a launch of two or more nodes), host_memory_small
     (a Slurm request of at most 8 GiB of host memory per task), python_after_visible_gpus (several GPUs made
     visible, then plain python on a later line, no launcher), mpirun_on_local_host (mpirun -n more than a node's GPUs
     with no hosts, outside a scheduler), multi_node_without_node_rank (torchrun for several nodes, static rendezvous,
