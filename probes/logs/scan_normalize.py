@@ -17,6 +17,8 @@ from typing import Any
 _ANSI_PATTERN = rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 _ANSI = re.compile(_ANSI_PATTERN)
 _ANSI_TEXT = re.compile(_ANSI_PATTERN.decode())
+# a whole line pasted as Markdown inline code (`Killed`): read as two spaces and the code, length kept
+_INLINE_CODE_LINE = re.compile(rb"^([ \t]*)`([^`\n]+)`([ \t]*)$", re.MULTILINE)
 WRAP_JOIN_MAX_BYTES = 8 << 20  # joining soft-wrapped lines costs a Python pass over the lines
 WRAP_MIN_WIDTH = 60
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250})
@@ -46,6 +48,15 @@ def strip_ansi_text(text: str) -> str:
     if "\x1b" not in text:
         return text
     return _ANSI_TEXT.sub("", text).replace("\x1b", "")
+
+
+def unwrap_inline_code(data: bytes) -> bytes:
+    """``data`` with each line that is one Markdown inline-code span (`` `Killed` ``) read without its backticks,
+    which become two spaces before the code (it still ends the line), so lengths and line numbers stay; data without a
+    backtick is not copied."""
+    if b"`" not in data:
+        return data
+    return _INLINE_CODE_LINE.sub(lambda m: m[1] + b"  " + m[2] + m[3], data)
 
 
 def needs_normalizing(buf: Any) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 import diagnose.cache as scan_cache
 from diagnose.probes.logs import scan_form as scan_form_module
 from diagnose.probes.logs.scan_form import hit_form, scan_form
-from diagnose.probes.logs.scan_normalize import strip_ansi, wrapped_joins
+from diagnose.probes.logs.scan_normalize import strip_ansi, unwrap_inline_code, wrapped_joins
 from diagnose.probes.logs.signatures import Signature, SignatureSet
 
 MAX_LINE = 4096          # bytes of a hit line kept as evidence text
@@ -145,7 +145,8 @@ class Scanner:
     def _feed(self, st: _ScanState, block: bytes, final: bool) -> Iterator[Hit]:
         # A lone CR (tqdm redrawing its bar) ends a line for the patterns too: it is scanned as a LF,
         # byte for byte, while line numbers count the original LFs (kept in `orig`).
-        scanned = block.replace(b"\r", b"\n") if b"\r" in block else block
+        # A line pasted as Markdown inline code (`Killed`) is scanned without its two backticks (same length).
+        scanned = unwrap_inline_code(block.replace(b"\r", b"\n") if b"\r" in block else block)
         # The block waits beside the kept bytes (`pend`): Hyperscan reads both pieces as one (vectored), and
         # they are joined (one copy of the block) only where the scan found a candidate line.
         st.pend, st.pend_orig = scanned, block

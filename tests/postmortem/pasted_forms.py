@@ -55,6 +55,11 @@ def coloured_prefix(line: str, prefix: str, colour: str = COLOURS[1]) -> str:
     return f"{colour}{prefix}{RESET}{line}"
 
 
+def inline_code(line: str) -> str:
+    """The line pasted as Markdown inline code, as issue reports quote one line of output."""
+    return f"`{line}`"
+
+
 def crlf(text: str) -> str:
     return text.replace("\n", "\r\n") + "\r\n"
 

@@ -40,7 +40,7 @@ def single_mutations(line: str) -> list[str]:
     out = [p + line for p in (*pf.RANK_PREFIXES, *pf.LOGGER_PREFIXES, *pf.INDENTS)]
     out += [pf.coloured(line, c) for c in pf.COLOURS]
     out += [pf.coloured_prefix(line, "[rank3]: "), pf.coloured_prefix(line, pf.LOGGER_PREFIXES[0])]
-    out += [pf.crlf(line), pf.after_progress_bar(line), pf.before_progress_bar(line)]
+    out += [pf.crlf(line), pf.after_progress_bar(line), pf.before_progress_bar(line), pf.inline_code(line)]
     out += ["[rank3]:[rank3]: " + pf.LOGGER_PREFIXES[3] + line]
     return out
 
