@@ -178,7 +178,9 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     ranked = []
     for cause_id, scored in groups.items():
         backed = [(f, sc) for f, sc in scored if not prior_only(f)]
-        if any(f.rule.family != CATALOG for f, _ in backed):  # a catalog family adds nothing to a specific rule
+        # a catalog family adds nothing to a specific rule; a rule that rests on the report's words alone does not
+        # displace the lines a catalog family read (the cause would fall to the words' tier)
+        if any(f.rule.family != CATALOG and not words_only(f) for f, _ in backed):
             backed = [(f, sc) for f, sc in backed if f.rule.family != CATALOG]
         # a finding that only restates the symptom adds no score where anything else backs the cause (still cited)
         restated = bool(backed) and all(f.outcome.restates_symptom for f, _ in backed)

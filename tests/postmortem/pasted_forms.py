@@ -27,6 +27,7 @@ LOGGER_PREFIXES = (
     "12:00:00 | ERROR    | train:main:88 - ",
 )
 INDENTS = ("  ", "    ", "\t", "        ")
+QUOTES = ("> ", ">> ", ">")  # Markdown block quotes of an issue or a reply
 COLOURS = ("\x1b[31m", "\x1b[1;31m", "\x1b[38;5;196m", "\x1b[0;33m")
 RESET = "\x1b[0m"
 TQDM = " 45%|\u2588\u2588\u2588\u2588\u258c     | 45/100 [00:10<00:12,  4.50it/s]"

@@ -37,7 +37,7 @@ def _peeled(line: str) -> str:
 
 def single_mutations(line: str) -> list[str]:
     """One mutation at a time, each kind in every variant."""
-    out = [p + line for p in (*pf.RANK_PREFIXES, *pf.LOGGER_PREFIXES, *pf.INDENTS)]
+    out = [p + line for p in (*pf.RANK_PREFIXES, *pf.LOGGER_PREFIXES, *pf.INDENTS, *pf.QUOTES)]
     out += [pf.coloured(line, c) for c in pf.COLOURS]
     out += [pf.coloured_prefix(line, "[rank3]: "), pf.coloured_prefix(line, pf.LOGGER_PREFIXES[0])]
     out += [pf.crlf(line), pf.after_progress_bar(line), pf.before_progress_bar(line), pf.inline_code(line)]
