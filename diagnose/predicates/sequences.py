@@ -180,7 +180,7 @@ def same_step_same_loss(ctx: Context, names: Sequence[str] = ()) -> Binding | No
     processes logged it and each computed exactly the same value, which only the same samples on every rank give
     (a sharded loader gives each rank other samples, so other losses). Step metrics and the lines of ``names``
     (evaluation progress lines) are read; a loss printed with fewer than four significant digits is too coarse."""
-    copies: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
+    copies: dict[tuple[Any, ...], list[tuple[Any, float]]] = defaultdict(list)
     for item in [*ctx.of("step_metric"), *(line for name in names for line in ctx.lines(name))]:
         fields = getattr(item, "fields", None) or {}
         step = fields.get("step", getattr(item, "step", None))
@@ -188,10 +188,11 @@ def same_step_same_loss(ctx: Context, names: Sequence[str] = ()) -> Binding | No
         if step is None or loss is None or len(str(loss).replace(".", "").strip("0")) < 4:
             continue
         epoch = fields.get("epoch", getattr(item, "epoch", None))
-        copies[(item.provenance.source, getattr(item, "signature", None), epoch, step)].append(item)
-    for (_src, _name, _epoch, step), items in copies.items():
-        losses = {float(getattr(i, "loss", None) or i.fields.get("loss")) for i in items}
-        if len(items) >= 2 and len(losses) == 1:
+        copies[(item.provenance.source, getattr(item, "signature", None), epoch, step)].append((item, float(loss)))
+    for (_src, _name, _epoch, step), pairs in copies.items():
+        losses = {loss for _, loss in pairs}
+        if len(pairs) >= 2 and len(losses) == 1:
+            items = [item for item, _ in pairs]
             return Binding(ranks_of(items), tuple(items[:8]),
                            {"step": step, "loss": f"{losses.pop():g}", "copies": len(items)})
     return None

@@ -18,7 +18,7 @@ _ANSI_PATTERN = rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\
 _ANSI = re.compile(_ANSI_PATTERN)
 _ANSI_TEXT = re.compile(_ANSI_PATTERN.decode())
 # a whole line pasted as Markdown inline code (`Killed`): read as two spaces and the code, length kept
-_INLINE_CODE_LINE = re.compile(rb"^([ \t]*)`([^`\n]+)`([ \t]*)$", re.MULTILINE)
+_INLINE_CODE_LINE = re.compile(rb"([ \t]*)`([^`\n]+)`([ \t]*)")
 WRAP_JOIN_MAX_BYTES = 8 << 20  # joining soft-wrapped lines costs a Python pass over the lines
 WRAP_MIN_WIDTH = 60
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250})
@@ -54,9 +54,20 @@ def unwrap_inline_code(data: bytes) -> bytes:
     """``data`` with each line that is one Markdown inline-code span (`` `Killed` ``) read without its backticks,
     which become two spaces before the code (it still ends the line), so lengths and line numbers stay; data without a
     backtick is not copied."""
-    if b"`" not in data:
+    pos = data.find(b"`")
+    if pos < 0:
         return data
-    return _INLINE_CODE_LINE.sub(lambda m: m[1] + b"  " + m[2] + m[3], data)
+    out: bytearray | None = None
+    while pos >= 0:  # only the lines that hold a backtick are looked at, each once
+        start = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        m = _INLINE_CODE_LINE.fullmatch(data, start, end)
+        if m:
+            out = out if out is not None else bytearray(data)
+            out[start:end] = m[1] + b"  " + m[2] + m[3]
+        pos = data.find(b"`", end)
+    return bytes(out) if out is not None else data
 
 
 def needs_normalizing(buf: Any) -> bool:
