@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from diagnose.evidence import InferredSymptom
+from diagnose.evidence import InferredSymptom, Provenance
 from diagnose.probes.artifacts import wording
 from diagnose.probes.artifacts.spec import family
 
 USES_SIGNATURES = frozenset({"report_worse_results_with_more_gpus", "report_slower_with_more_gpus"})
 
-__all__ = ["infer_symptoms"]
+__all__ = ["infer_symptoms", "from_weak_evidence"]
 
 RAN = ("step_metric", "stack_sample", "collective_state", "rank_exit", "checkpoint_content")
 
@@ -105,9 +105,35 @@ def infer_symptoms(evidence: Sequence[Any], words_not: Sequence[str] = ()) -> li
             out.append(InferredSymptom(symptom=rule["symptom"], basis=rule["basis"], provenance=first.provenance,
                                        missing=tuple(rule.get("missing", ())),
                                        text=f"{rule['basis']} ({len(hits)} record(s))"))
-    words = [e for e in evidence if e.kind == "inferred_symptom" and e.symptom not in words_not]
+    words = [_after_training(e, evidence) for e in evidence if e.kind == "inferred_symptom" and e.symptom not in words_not]
     # measurements that fit several symptoms (no report sentence decided first): the one the report's words name first
     if len(out) > 1 and "signatures" not in holding[0]["when"]:
         said = {e.symptom for e in words}
         out.sort(key=lambda found: found.symptom not in said)
     return out + words  # last: the symptom a report's own sentences describe, the weakest prior
+
+
+def _after_training(said: Any, evidence: Sequence[Any]) -> Any:
+    """A start-up hang the report's words name becomes a mid-run hang where the log shows training ran
+    (``training_ran`` of infer.yaml: a line only a finished iteration prints, or steps logged)."""
+    if said.symptom != "hang_at_startup":
+        return said
+    ran = family("infer").tables["training_ran"]
+    proof = [e for e in evidence if e.kind == "log_line" and e.signature in ran["signatures"]]
+    steps = [e for e in evidence if e.kind == "step_metric" and e.step is not None]
+    if not proof and len({e.step for e in steps}) < ran["step_metrics"]:
+        return said
+    seen = proof[0].text if proof else f"{len(steps)} logged steps"
+    return said.model_copy(update={"symptom": "hang_mid_run", "basis": f"{said.basis}, but the log shows training ran "
+                                   f"({seen[:80]})", "text": f"{said.text}; training ran first"})
+
+
+def from_weak_evidence(symptom: str, cause: str, source: str | None, line: int | None, text: str) -> InferredSymptom:
+    """The symptom that the first cause's own weak evidence places (a traceback is a crash), taken as the report's
+    symptom where nothing else names one: the runbook row's other causes and the rules that read the report's
+    words for that symptom then apply, as when the user names it."""
+    return InferredSymptom(
+        symptom=symptom, basis=f"the evidence of the first cause, {cause} ('{text[:80]}')",
+        provenance=Provenance(probe="engine", source=source, line=line),
+        missing=tuple(family("cues").tables["missing"].get(symptom, ())), text=f"{symptom} from the evidence of {cause}")
+

@@ -206,3 +206,22 @@ def test_a_rule_of_several_symptoms_takes_the_one_the_report_names(tmp_path: Pat
         launch = next(c for c in report.causes if c.id == "launcher_misconfig")
         assert launch.symptom == want[key] == report.symptom, (key, report)
         assert any("nproc-per-node" in c.summary for c in report.causes[:3] if c.id == "launcher_misconfig")
+
+
+# the console of yolov5 issue 3364 (torch 1.8.1): the user writes that it gets stuck as the first epoch starts, and
+# rank 0's DDP reducer already printed the line it prints after the first backward pass
+STUCK_AFTER_FIRST_ITERATION = (
+    "I have been trying to run the code on multiple gpus, but it get stuck as soon as it starts with first epoch.\n"
+    "     Epoch   gpu_mem       box       obj       cls     total    labels  img_size\n"
+    "     0/299     8.79G    0.1024   0.02105   0.06316    0.1866         2       640"
+    "Reducer buckets have been rebuilt in this iteration.\n")
+
+
+def test_a_startup_hang_in_words_is_mid_run_once_an_iteration_finished(tmp_path: Path) -> None:
+    (tmp_path / "log").mkdir()
+    (tmp_path / "words").mkdir()
+    report = run_logs([_folder(tmp_path / "log", {"issue.txt": STUCK_AFTER_FIRST_ITERATION})])
+    assert report.symptom == "hang_mid_run"
+    said = STUCK_AFTER_FIRST_ITERATION.splitlines()[0]
+    report_without = run_logs([_folder(tmp_path / "words", {"issue.txt": said})])
+    assert report_without.symptom == "hang_at_startup"  # the words alone say start-up
