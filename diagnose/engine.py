@@ -153,7 +153,6 @@ def _first_time(group: Sequence[Finding]) -> float:
 RUNNER_UP_FACTOR = 0.5  # a cause of the runner-up symptom scores half the guessed symptom's first cause
 PRIOR_SUMMARY = "from the runbook's symptom table for"  # how a cause that only a symptom implies is introduced
 CATALOG = "catalog"  # rules/catalog/: what a family of catalog signatures means when no rule of its own speaks
-WEAK = ("hint", "low")  # confidences of findings that an off-symptom report puts below on-symptom ones
 
 
 def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
@@ -161,8 +160,7 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
 
     Causes backed by evidence come first, then causes backed only by what the report mentions (a word
     never outranks a line), then causes whose only backing restates the symptom (a process raised an
-    exception no rule explains: ``restates_symptom``, or a low-confidence finding that explains none of the symptoms
-    the user reported); a cause that only a symptom implies (the runbook's
+    exception no rule explains: ``restates_symptom``); a cause that only a symptom implies (the runbook's
     symptom table) is capped at low confidence, cites what implied the symptom, and never adds
     to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
     how much evidence each cites, then by the earliest line, then by the cause's place in the symptom's
@@ -206,10 +204,7 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             fix=best.rule.fix, rules=[f.rule.id for f in group],
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
         only_words = bool(backed) and all(words_only(f) for f, _ in backed)
-        # a weak finding that explains none of the symptoms the user reported is no answer to their question: it
-        # stays listed, below the causes of that symptom that anything backs (a word included)
-        off_symptom = bool(told) and not symptoms & told and best.outcome.confidence in WEAK
-        tier = 3 if only_prior else 2 if restated or off_symptom else 1 if only_words else 0
+        tier = 3 if only_prior else 2 if restated else 1 if only_words else 0
         key = (tier, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
                base_rate.get(cause_id, len(base_rate)), places[cause_id], cause_id)
         ranked.append((key, cause))
@@ -306,8 +301,10 @@ def diagnose_evidence(
     # the last resort, where nothing named a symptom: what the report's wording resembles
     if not (told or causes or inferred) and command in GUESSING_COMMANDS and (guessed := wording.guess(items)):
         inferred = [guessed]
-    # nothing else names a symptom and only weak evidence speaks: the symptom that evidence places
-    if not (told or inferred) and causes and causes[0].confidence == "low" and command in GUESSING_COMMANDS:
+    # a crash that only weak evidence shows (a traceback no rule explains): the words were barred from naming it, so
+    # the crash row of the runbook and the rules that read the report's words for a crash apply as if they had
+    if not (told or inferred) and causes and causes[0].confidence == "low" and causes[0].symptom == "crash" \
+            and command in GUESSING_COMMANDS:
         top = causes[0]
         ref = top.evidence[0] if top.evidence else EvidenceRef(text=top.summary)
         inferred = [from_weak_evidence(top.symptom, top.id, ref.source, ref.line, ref.text or top.summary)]

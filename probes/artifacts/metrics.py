@@ -134,7 +134,9 @@ def _tables(src: Source, spec: FamilySpec) -> list[Any]:
         if header is None or len(parts) != len(header):
             continue
         row: dict[str, Any] = {"world_size": labelled} if labelled is not None else {}
-        for (field, factor, _), cell in zip(header, parts, strict=True):
+        for (field, factor, name), cell in zip(header, parts, strict=True):
+            if field == "metric" and (v := _value(cell, field, factor, spec)) is not None:
+                row.setdefault("results", {})[name.lower()] = v  # each result column keeps its own value
             if field and field not in row and (v := _value(cell, field, factor, spec)) is not None:
                 row[field] = v
         out += _row_evidence(src, no, row, header, parts, table)
@@ -196,8 +198,9 @@ def _row_evidence(src: Source, no: int, row: dict[str, Any], header: list[tuple[
         out.append(StepMetric(run=label, world_size=ws, provenance=src.prov(no), rank=src.rank, text=text, **step))
     for (field, _, name), _cell in zip(header, cells, strict=True):
         if field in MEASURES and field in row:
+            value = row["results"].get(name.lower(), row[field]) if field == "metric" else row[field]
             out.append(MetricSeries(name=name.lower() if field == "metric" else field, run=label, world_size=ws,
-                                    seed=seed, values=(float(row[field]),), provenance=src.prov(no), rank=src.rank,
+                                    seed=seed, values=(float(value),), provenance=src.prov(no), rank=src.rank,
                                     text=text))
     return out
 

@@ -139,3 +139,13 @@ def test_a_header_cell_with_two_spaces_still_reads_rows_that_do_not_split() -> N
 def test_a_label_line_does_not_make_a_table_without_measures_a_metric_table() -> None:
     found, _ = parse("x.md", "With 4 GPUs:\n| name | value |\n|---|---|\n| lr | 0.1 |\n")
     assert not [e for e in found if e.kind in ("step_metric", "metric_series")]
+
+
+def test_result_columns_named_as_the_reference_scripts_print_them() -> None:
+    # torchvision's reference scripts print Acc@1, timm top1, mmdetection bbox mAP: a results table in any of them,
+    # keyed by the number of GPUs, is a series per world size
+    table = "| # of GPUs | batch size | top-1 acc | bbox mAP |\n|---|---|---|---|\n| 1 | 64 | 76.1 | 40.2 |\n" \
+            "| 8 | 64 | 74.9 | 38.0 |\n"
+    found, _ = parse("results.md", table)
+    series = sorted((e.name, e.world_size, e.values) for e in found if e.kind == "metric_series")
+    assert ("top-1 acc", 8, (74.9,)) in series and ("bbox map", 1, (40.2,)) in series

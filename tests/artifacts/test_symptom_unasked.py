@@ -225,3 +225,23 @@ def test_a_startup_hang_in_words_is_mid_run_once_an_iteration_finished(tmp_path:
     said = STUCK_AFTER_FIRST_ITERATION.splitlines()[0]
     report_without = run_logs([_folder(tmp_path / "words", {"issue.txt": said})])
     assert report_without.symptom == "hang_at_startup"  # the words alone say start-up
+
+
+UNEXPLAINED_CRASH = (
+    "[rank1]: Traceback (most recent call last):\n"
+    "[rank1]:   File \"/home/me/train.py\", line 40, in <module>\n"
+    "[rank1]:     trainer.fit(model)\n"
+    "[rank1]:   File \"/opt/conda/lib/python3.10/site-packages/somelib/trainer.py\", line 12, in fit\n"
+    "[rank1]:     self._run()\n"
+    "[rank1]: RuntimeError: the run stopped\n")
+
+
+def test_a_crash_only_a_weak_finding_shows_gets_the_crash_rows_causes_blind(tmp_path: Path) -> None:
+    # the words may not name a crash ('error' is in every report), so the exception's own symptom applies the runbook
+    # row, as --symptom crash would: the rank that raised stays first, the row's likeliest causes follow
+    blind = run_logs([_folder(tmp_path, {"rank1.log": UNEXPLAINED_CRASH})])
+    told = run_logs([tmp_path], symptom="crash")
+    assert blind.symptom == "crash" and blind.causes[0].id == "rank_failure" and blind.causes[0].ranks == [1]
+    assert [c.id for c in blind.causes[:3]] == [c.id for c in told.causes[:3]]
+    assert blind.causes[1].id == "framework_bug" and "the evidence of the first cause, rank_failure" in \
+        blind.causes[1].summary
