@@ -135,5 +135,5 @@ def from_weak_evidence(symptom: str, cause: str, source: str | None, line: int |
     return InferredSymptom(
         symptom=symptom, basis=f"the evidence of the first cause, {cause} ('{text[:80]}')",
         provenance=Provenance(probe="engine", source=source, line=line),
-        missing=tuple(family("cues").tables["missing"].get(symptom, ())), text=f"{symptom} from the evidence of {cause}")
+        missing=wording.missing_for(symptom), text=f"{symptom} from the evidence of {cause}")
 

@@ -135,10 +135,11 @@ def _tables(src: Source, spec: FamilySpec) -> list[Any]:
             continue
         row: dict[str, Any] = {"world_size": labelled} if labelled is not None else {}
         for (field, factor, name), cell in zip(header, parts, strict=True):
-            if field == "metric" and (v := _value(cell, field, factor, spec)) is not None:
+            if not field or (v := _value(cell, field, factor, spec)) is None:
+                continue
+            if field == "metric":
                 row.setdefault("results", {})[name.lower()] = v  # each result column keeps its own value
-            if field and field not in row and (v := _value(cell, field, factor, spec)) is not None:
-                row[field] = v
+            row.setdefault(field, v)
         out += _row_evidence(src, no, row, header, parts, table)
     return out
 

@@ -27,7 +27,7 @@ from diagnose.probes.artifacts.source import Source
 from diagnose.probes.artifacts.spec import artifacts_dir, family
 from diagnose.vocab import SYMPTOMS
 
-__all__ = ["words", "parse", "guess", "settle", "table", "check_table", "WordTable", "HEAD_CHARS"]
+__all__ = ["words", "parse", "guess", "settle", "table", "check_table", "missing_for", "WordTable", "HEAD_CHARS"]
 
 CLOSE = math.log(3)  # a guess less than 3:1 over the next symptom names that symptom as its runner-up
 LEANS = math.log(1.5)  # a word named in the basis is half again as frequent in the guessed symptom's reports
@@ -147,11 +147,11 @@ def guess(evidence: Sequence[Any], words_table: WordTable | None = None,
              f"a guess: name what you saw with --symptom")
     close = second != best and scores[best] - runner < CLOSE
     return InferredSymptom(symptom=symptom, basis=basis, provenance=sampled[0].provenance,
-                           missing=_missing(symptom), runner_up=t.symptoms[second] if close else None,
+                           missing=missing_for(symptom), runner_up=t.symptoms[second] if close else None,
                            text=f"{symptom} from {len(known)} known word(s): {said}")
 
 
-def _missing(symptom: str) -> tuple[str, ...]:
+def missing_for(symptom: str) -> tuple[str, ...]:
     """What to collect next for ``symptom`` (cues.yaml ``missing``)."""
     return tuple(family("cues").tables["missing"].get(symptom, ()))
 
@@ -167,7 +167,7 @@ def _by_components(evidence: Sequence[Any], among: Sequence[str]) -> InferredSym
     symptom, by = placed[0]
     return InferredSymptom(symptom=symptom, basis=f"the report also mentions {by.component} ('{by.words}'), which "
                            "comes only once training runs", provenance=by.provenance,
-                           missing=_missing(symptom), text=f"{symptom} from the mentioned {by.component}")
+                           missing=missing_for(symptom), text=f"{symptom} from the mentioned {by.component}")
 
 
 def settle(evidence: Sequence[Any]) -> list[Any]:
