@@ -123,7 +123,7 @@ def _after_training(said: Any, evidence: Sequence[Any]) -> Any:
     steps = [e for e in evidence if e.kind == "step_metric" and e.step is not None]
     if not proof and len({e.step for e in steps}) < ran["step_metrics"]:
         return said
-    seen = proof[0].text if proof else f"{len(steps)} logged steps"
+    seen = proof[0].text if proof else f"{len({e.step for e in steps})} logged steps"
     return said.model_copy(update={"symptom": "hang_mid_run", "basis": f"{said.basis}, but the log shows training ran "
                                    f"({seen[:80]})", "text": f"{said.text}; training ran first"})
 

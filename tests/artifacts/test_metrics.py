@@ -149,3 +149,12 @@ def test_result_columns_named_as_the_reference_scripts_print_them() -> None:
     found, _ = parse("results.md", table)
     series = sorted((e.name, e.world_size, e.values) for e in found if e.kind == "metric_series")
     assert ("top-1 acc", 8, (74.9,)) in series and ("bbox map", 1, (40.2,)) in series
+
+
+def test_an_empty_result_cell_gives_no_value_for_its_column() -> None:
+    # the 8-GPU run has no mAP yet: its row reports top-1 only, not the top-1 value again under the mAP's name
+    table = "| GPUs | top-1 acc | bbox mAP |\n|---|---|---|\n| 1 | 76.1 | 40.2 |\n| 8 | 74.9 |  |\n"
+    found, _ = parse("results.md", table)
+    series = sorted((e.name, e.world_size, e.values) for e in found if e.kind == "metric_series")
+    assert ("top-1 acc", 8, (74.9,)) in series and ("bbox map", 1, (40.2,)) in series
+    assert not [s for s in series if s[0] == "bbox map" and s[1] == 8]

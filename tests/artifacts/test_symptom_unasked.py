@@ -245,3 +245,13 @@ def test_a_crash_only_a_weak_finding_shows_gets_the_crash_rows_causes_blind(tmp_
     assert [c.id for c in blind.causes[:3]] == [c.id for c in told.causes[:3]]
     assert blind.causes[1].id == "framework_bug" and "the evidence of the first cause, rank_failure" in \
         blind.causes[1].summary
+
+
+def test_training_ran_counts_distinct_steps_not_the_lines_every_rank_prints(tmp_path: Path) -> None:
+    # two ranks print the same two steps: two steps ran (four records), and the basis says two
+    steps = "".join(f"[rank{r}]:[titan] 2026-06-01 13:33:5{s},903 - root - INFO - step: {s}  loss:  3.0{s}  grad_norm:"
+                    f"  0.7\n" for s in (1, 2) for r in (0, 1))
+    report = run_logs([_folder(tmp_path, {"issue.txt": STUCK_AFTER_FIRST_ITERATION.splitlines()[0] + "\n" + steps})])
+    assert report.symptom == "hang_mid_run"
+    cited = " ".join(e.text for e in report.causes[0].evidence)
+    assert "training ran (2 logged steps)" in cited, cited
