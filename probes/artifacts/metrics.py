@@ -199,9 +199,9 @@ def _row_evidence(src: Source, no: int, row: dict[str, Any], header: list[tuple[
         out.append(StepMetric(run=label, world_size=ws, provenance=src.prov(no), rank=src.rank, text=text, **step))
     for (field, _, name), _cell in zip(header, cells, strict=True):
         if field in MEASURES and field in row:
-            if field == "metric" and name.lower() not in row["results"]:
+            value = row["results"].get(name.lower()) if field == "metric" else row[field]
+            if value is None:
                 continue  # this result column's cell is empty: no value to report for it
-            value = row["results"][name.lower()] if field == "metric" else row[field]
             out.append(MetricSeries(name=name.lower() if field == "metric" else field, run=label, world_size=ws,
                                     seed=seed, values=(float(value),), provenance=src.prov(no), rank=src.rank,
                                     text=text))
