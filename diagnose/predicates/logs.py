@@ -186,6 +186,28 @@ def rank_behind_in_sequence(ctx: Context) -> Binding | None:
     return Binding(ranks_of(behind), tuple(behind), {"seq": top, "behind": format_ranks(ranks_of(behind))})
 
 
+@predicate(binds=("behind", "seq", "others"), kinds=("collective_state",))
+def timed_out_at_different_seqs(ctx: Context, min_gap: int = 1) -> Binding | None:
+    """Ranks of one process group whose watchdog timed out in different collectives (sequence numbers at least
+    ``min_gap`` apart): the ranks did not issue the same sequence of collectives. The ranks at the lowest number
+    are the culprits when they are fewer than the others (the ones that fell out of step)."""
+    groups: dict[str, list[Any]] = {}
+    for c in ctx.of("collective_state"):
+        if c.state == "timed_out" and c.seq is not None and c.rank is not None:
+            groups.setdefault(c.process_group, []).append(c)
+    for states in groups.values():
+        low, high = min(c.seq for c in states), max(c.seq for c in states)
+        if high - low < min_gap:
+            continue
+        lowest = [c for c in states if c.seq == low]
+        rest = [c for c in states if c.seq != low]
+        odd = lowest if len(ranks_of(lowest)) <= len(ranks_of(rest)) else rest
+        return Binding(ranks_of(odd), tuple(lowest[:10] + rest[:10]), {
+            "behind": format_ranks(ranks_of(lowest)), "seq": low,
+            "others": ", ".join(f"#{s}" for s in sorted({c.seq for c in rest}))})
+    return None
+
+
 @predicate(binds=("seq", "ops"), kinds=("collective_state",))
 def ops_differ_at_same_seq(ctx: Context) -> Binding | None:
     """Ranks of one group stand at the same sequence number in different collectives; the minority is the culprit."""

@@ -18,16 +18,23 @@ def _as_strs(value: Any) -> set[str]:
 
 
 @predicate(binds=("values",), kinds=("log_line",))
-def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any] | None = None) -> Binding | None:
+def values_differ(ctx: Context, signature: str, field: str, where: dict[str, Any] | None = None,
+                  per_process: bool = False) -> Binding | None:
     """A field of one signature takes different values across ranks or files (e.g. versions), among the
     lines whose other fields equal ``where`` (e.g. only MASTER_PORT assignments). Lines are compared within one
-    value of each ``where`` field: MASTER_ADDR=a against MASTER_ADDR=b, never MASTER_ADDR against MASTER_PORT."""
+    value of each ``where`` field: MASTER_ADDR=a against MASTER_ADDR=b, never MASTER_ADDR against MASTER_PORT.
+    ``per_process``: only the last line of each (file, rank) counts, so that one script or one pasted report
+    that sets a value twice (a later assignment, two runs tried one after the other) is not two processes that
+    disagree."""
     keys = sorted(where or {})
     groups: dict[tuple[str, ...], list[Any]] = defaultdict(list)
     for line in ctx.lines(signature):
         if all(str(line.fields.get(k)) in _as_strs(where[k]) for k in keys):
             groups[tuple(str(line.fields.get(k)) for k in keys)].append(line)
     for lines in groups.values():
+        if per_process:
+            last = {(ln.provenance.source, ln.rank): ln for ln in sorted(lines, key=lambda ln: ln.provenance.line or 0)}
+            lines = list(last.values())
         values = {str(line.fields.get(field)) for line in lines if line.fields.get(field) is not None}
         if len(values) >= 2:
             return Binding(ranks_of(lines), tuple(lines[:20]), {"values": ", ".join(sorted(values))})

@@ -5,7 +5,7 @@ indentation) to find the patterns the libraries' documentation names as causes: 
 that only one rank reaches (inside ``if rank == 0:``), ``torch.load`` without ``map_location``, a
 DistributedSampler never given its epoch, BatchNorm under DDP with no SyncBatchNorm, models put on "cuda" with no
 per-process device, hand-written gradient accumulation that all-reduces every micro-batch, a training DataLoader
-that loads in the main process. Patterns and word lists are data (``rules/artifacts/code_facts.yaml``).
+that loads in the main process, a seed offset by the rank (with a split the script draws itself). Patterns and word lists are data (``rules/artifacts/code_facts.yaml``).
 
 Code is text: never executed or imported. One pass over the lines; comments and docstrings are skipped.
 """
@@ -21,7 +21,8 @@ from diagnose.probes.artifacts.spec import FamilySpec, family
 
 __all__ = ["parse"]
 
-_FIRSTS = ("distributed_sampler", "batchnorm_built", "cuda_default", "accumulation_step", "epoch_loop")  # first line each
+_FIRSTS = ("distributed_sampler", "batchnorm_built", "cuda_default", "accumulation_step", "epoch_loop",
+           "seed_per_rank", "data_split")  # first line each
 
 
 @dataclass
@@ -78,7 +79,8 @@ def _guarded(seen: _Seen, no: int, line: str, guard: _Guard, ddp_vars: set[str],
     if _hit(spec, "collective_call", line):
         m = next((m for m in spec.rx("collective_call").finditer(line) if not in_string(line, m.start())), None)
         if m is not None:
-            seen.collectives.append((no, m.group("op") or m.group("wrapped") or m.group("bare"), guard))
+            seen.collectives.append((no, m.group("op") or m.group("wrapped") or m.group("saving") or m.group("bare"),
+                                    guard))
         return
     for var in ddp_vars:
         at = line.find(var + "(")
@@ -168,6 +170,9 @@ def parse(src: Source) -> list[CodeFact]:
     if "cuda_default" in seen.first and ("init_process_group" in text or ddp or sharded) \
             and not any(w in text for w in tables["device_binding_words"]):
         fact("cuda_without_device_binding", *seen.first["cuda_default"])
+    if "seed_per_rank" in seen.first:  # with a split or shuffle the script draws itself, the data differs per rank
+        no, line = seen.first["seed_per_rank"]
+        fact("seed_per_rank_before_split" if "data_split" in seen.first else "seed_per_rank", no, line)
     if "loader_in_main_process" in seen.first:
         fact("loader_without_workers", *seen.first["loader_in_main_process"])
     if ddp and "accumulation_step" in seen.first and any(w in text for w in tables["backward_words"]) \

@@ -20,20 +20,29 @@ __all__ = ["parse", "score_lines", "BASIS"]
 BASIS = "the report's own words"
 
 
-Cue = tuple[str, re.Pattern[str], int, bool | None, tuple[str, ...], bool | None]
+Cue = tuple[str, re.Pattern[str], int, bool | None, tuple[str, ...], bool | None, bool]
 _COMPILED: dict[int, list[Cue]] = {}
 
 
 def _cues(spec: FamilySpec) -> list[Cue]:
-    """(symptom, cue regex, weight, needs a multi-GPU report, the symptoms whose cues silence it, needs a report
-    that sets several devices against one) of every cue, compiled once per spec; a cue with ``fallback``
-    symptoms counts only when none of them has a cue of its own. ``multi`` and ``contrast`` are true (needed),
-    false (counts only without it) or absent (either way)."""
+    """(symptom, cue regex (its own, or a mention component's), weight, needs a multi-GPU report, the symptoms
+    whose cues silence it, needs a report that sets several devices against one, read from a mention component)
+    of every cue, compiled once per spec; a cue with ``fallback`` symptoms counts only when none of them has a cue
+    of its own. ``multi`` and ``contrast`` are true (needed), false (counts only without it) or absent (either
+    way)."""
     if id(spec) not in _COMPILED:
-        _COMPILED[id(spec)] = [(symptom, re.compile(c["cue"], re.IGNORECASE | re.ASCII), int(c["weight"]),
-                                c.get("multi"), tuple(c.get("fallback", ())), c.get("contrast"))
+        _COMPILED[id(spec)] = [(symptom, _regex(c), int(c["weight"]), c.get("multi"), tuple(c.get("fallback", ())),
+                                c.get("contrast"), "mention" in c)
                                for symptom, cues in spec.tables["symptoms"].items() for c in cues]
     return _COMPILED[id(spec)]
+
+
+def _regex(cue: dict[str, Any]) -> re.Pattern[str]:
+    """A cue's own regex, or (``mention: NAME``) the pattern of that component in ``rules/artifacts/mentions.yaml``,
+    so that a sentence the mention reader recognises is read by one regex kept in one place."""
+    if "mention" in cue:
+        return family("mentions").rx(cue["mention"])
+    return re.compile(cue["cue"], re.IGNORECASE | re.ASCII)
 
 
 def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
@@ -48,7 +57,7 @@ def prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
 def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     tables, out = spec.tables, []
     marker, word, quote = spec.rx("log_marker"), spec.rx("word"), spec.rx("quote_prefix")
-    code = spec.rx("inline_code")
+    code, form = spec.rx("inline_code"), spec.rx("form_line")
     head = src.lines[: tables["max_lines"]]
     # a title-like paste ('Stuck during training'): a source of a few short lines is read with fewer words
     title = sum(1 for raw in head if raw.strip()) <= tables["title_max_lines"]
@@ -56,7 +65,7 @@ def _prose_lines(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
     least_cjk = tables["title_min_cjk_chars"] if title else tables["min_cjk_chars"]  # '训练卡住了', '显存溢出'
     for no, raw in enumerate(head, 1):
         line = quote.sub("", raw).strip()
-        if not line or marker.match(line):
+        if not line or marker.match(line) or form.match(raw):
             continue
         # a command quoted inside a sentence is not counted against the sentence around it
         latin = any(len(words := word.findall(text)) >= least
@@ -75,6 +84,12 @@ def contrasts(lines: list[tuple[int, str]], spec: FamilySpec, launched_multi: bo
                                               for _, text in lines for m in multi.finditer(text)))
 
 
+def _own_cue_reads(every: list[Cue], symptom: str, text: str, span: tuple[int, int]) -> bool:
+    """Whether a cue of the symptom's own (not a mention component's) reads exactly these words of the line."""
+    return any(c[0] == symptom and not c[6] and (m := c[1].search(text)) is not None and m.span() == span
+               for c in every)
+
+
 def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 launched_multi: bool = False) -> dict[str, tuple[int, int, list[str], tuple[str, ...]]]:
     """Per symptom: (score, line of its strongest cue, the cue words seen, the symptoms its fallback cue stood
@@ -89,7 +104,7 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
     every = _cues(spec)
     for fallbacks in (False, True):  # a fallback cue is read after the others, and only where they were silent
         for no, text in lines:
-            for symptom, rx, weight, needs_multi, silenced_by, needs_contrast in every:
+            for symptom, rx, weight, needs_multi, silenced_by, needs_contrast, shared in every:
                 if bool(silenced_by) != fallbacks or (needs_multi is not None and needs_multi != multi) \
                         or (needs_contrast is not None and needs_contrast != contrast):
                     continue
@@ -97,6 +112,8 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                     continue
                 m = rx.search(text)
                 if m is None or negated.search(text, max(0, m.start() - 60), m.start()):  # "not a memory issue"
+                    continue
+                if shared and _own_cue_reads(every, symptom, text, m.span()):  # the words are counted once
                     continue
                 entry = found.setdefault(symptom, [0, 0, no, [], silenced_by if fallbacks else ()])
                 entry[0] += weight

@@ -90,6 +90,15 @@ def test_a_weak_pattern_never_names_the_symptom(tmp_path: Path) -> None:
          "collective_under_rank_guard"),
         ("import torch.distributed as dist\nif not trainer.is_global_zero:\n    trainer.strategy.barrier()\n",
          "collective_under_rank_guard"),
+        # Fabric.save and Trainer.save_checkpoint 'must be called on all processes' (Lightning's docstrings)
+        ("import lightning as L\nfabric = L.Fabric(devices=2)\nif fabric.global_rank == 0:\n"
+         "    fabric.save('state.pkl', state)\nfabric.barrier()\n", "collective_under_rank_guard"),
+        ("import torch.distributed as dist\nif trainer.is_global_zero:\n    trainer.save_checkpoint('last.ckpt')\n",
+         "collective_under_rank_guard"),
+        # a seed offset by the rank, then a split the script draws itself: every rank splits the data its own way
+        ("from accelerate import Accelerator\naccelerator = Accelerator()\nset_seed(42 + accelerator.process_index)\n"
+         "train_ds, val_ds = random_split(ds, [0.9, 0.1])\n", "seed_per_rank_before_split"),
+        ("import torch.distributed as dist\ntorch.manual_seed(args.seed + dist.get_rank())\n", "seed_per_rank"),
     ],
 )
 def test_branch_forms(text: str, fact: str, tmp_path: Path) -> None:
@@ -105,6 +114,9 @@ def test_branch_forms(text: str, fact: str, tmp_path: Path) -> None:
         "import torch.distributed as dist\nif world_size > 1:\n    dist.all_reduce(t)\n",
         "import torch.distributed as dist\nif rank == 0:\n    save(model)\ndist.barrier()\n",
         "import torch.distributed as dist\nif rank == 0:\n    # dist.barrier()\n    log('dist.barrier()')\n",
+        # Accelerator.save writes once per machine by itself: calling it on the main process only is the documented way
+        "from accelerate import Accelerator\naccelerator = Accelerator()\nif accelerator.is_main_process:\n"
+        "    accelerator.save(model.state_dict(), 'model.pt')\n",
     ],
 )
 def test_branch_near_misses(text: str, tmp_path: Path) -> None:

@@ -27,6 +27,13 @@ REPORTS = [
     ("I found that the inference loss and inference IOU of the training were both oscillatory, and this "
      "oscillation was periodic. The oscillation period matches the number of GPUs I have used.", "divergence",
      "oscillat"),
+    # speechbrain/speechbrain#1082 (a mention component read as a cue: one GPU holds the work, the rest stay empty)
+    ("Recently, I use multiple gpu to train on the Sepformer, but I find that the memory usage can only be arranged "
+     "on the first gpu, leaving the followings empty. As a result, the batch size cannot be increased.",
+     "slow_scaling", "only be arranged on the first gpu, leaving the"),
+    # pytorch/pytorch#30509 (the bits of the reduced gradients change with a DDP setting)
+    ("when I use funtion as below and change bucket_cap_mb form 20 to 25, the md5 of my grad has change, is there "
+     "any one can explain about this?", "divergence", "md5 of my grad has change"),
 ]
 
 
@@ -192,3 +199,20 @@ def test_a_loss_that_goes_down_is_no_crash() -> None:
 def test_a_loss_that_goes_down_again_is_no_crash() -> None:
     text = "After a while it goes down again, but the training process is set back by a large margin."
     assert all(e.symptom != "crash" for e in cues.parse(Source("r.txt", text)))
+
+
+def test_an_issue_form_line_is_not_the_users_words() -> None:
+    """QwenLM/Qwen#970: the bilingual issue form asks about an existing issue 'about this error'; that question and
+    its ticked boxes are the template's words, so the report's own words ('progress is very slow') decide."""
+    text = ("### 是否已有关于该错误的issue或讨论？ | Is there an existing issue / discussion for this?\n\n"
+            "- [X] 我已经搜索过已有的issues和讨论 | I have searched the existing issues / discussions\n\n"
+            "### 当前行为 | Current Behavior\n\n发生在微调模型的时候，进度特别慢\n")
+    (found,) = cues.parse(Source("issue.txt", text))
+    assert found.symptom == "slow_step" and "进度特别慢" in found.basis
+
+
+def test_a_mention_cue_and_an_own_cue_count_the_same_words_once() -> None:
+    """'only use one GPU' is read by a slow_scaling cue and by the one_gpu_busy mention: one observation, so a
+    sentence that only names its single-GPU control stays without a symptom."""
+    text = "However, this error does not occur when I only use one GPU with the same number of batch for each GPU."
+    assert cues.parse(Source("r.txt", text + "\n")) == []
