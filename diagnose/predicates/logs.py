@@ -8,6 +8,7 @@ from typing import Any
 
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, parse_rank_list, predicate, ranks_of
+from diagnose.predicates.tables import table_list
 from diagnose.ranks import SIGNAL_NAMES, format_ranks, plausible_world
 from diagnose.units import parse_size
 
@@ -331,7 +332,8 @@ def more_processes_than_devices(ctx: Context) -> Binding | None:
 def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types: Sequence[str] = (),
                          uncaught_only: bool = False, only_unexplained: bool = False, only_explained: bool = False,
                          include_unranked: bool = False, unranked_only: bool = False, types: Sequence[str] = (),
-                         user_frames_only: Sequence[str] = (), library_frames: Sequence[str] = ()) -> Binding | None:
+                         user_frames_only: Sequence[str] = (), library_frames: Sequence[str] = (),
+                         types_from: str = "") -> Binding | None:
     """Ranks that raised an exception of their own (not one that only reports a peer's failure).
 
     Reads traceback lines from logs and the exceptions the in-process hook recorded. With
@@ -343,7 +345,9 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
     ``user_frames_only`` keeps only tracebacks whose innermost frame is in a file whose path holds
     none of these markers (framework and library install paths): the user's own code; ``library_frames``
     keeps only those whose innermost frame is in a file whose path holds one of these markers (a framework's
-    own code)."""
+    own code). ``types_from`` names a list of rules/tables (``"<table>.<list>"``) that adds to ``types``."""
+    if types_from:
+        types = (*types, *table_list(types_from))
     ignored = {(e.provenance.source, e.provenance.line) for name in ignore for e in ctx.lines(name)
                if e.provenance.line is not None}
     hooked = [e for e in ctx.lines("hook_exception") if e.fields.get("uncaught") or not uncaught_only]

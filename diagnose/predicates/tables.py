@@ -73,6 +73,8 @@ class Table(BaseModel):
     origin: tuple[str, ...] = Field(min_length=1)
     codes: dict[int, TableEntry] = Field(default_factory=dict)
     frames: tuple[FrameEntry, ...] = ()
+    lists: dict[str, tuple[str, ...]] = Field(default_factory=dict, description="named word lists that several "
+                                             "rules share (e.g. the exception types of a programming error)")
 
     @field_validator("origin", mode="before")
     @classmethod
@@ -95,6 +97,15 @@ class Table(BaseModel):
         if digits is not None and digits in self.codes:
             return digits, self.codes[digits]
         return None
+
+
+def table_list(ref: str) -> tuple[str, ...]:
+    """A named list of a table, ``"<table>.<list>"`` (e.g. ``python_errors.programming_errors``)."""
+    name, _, key = ref.partition(".")
+    table = load_table(name)
+    if key not in table.lists:
+        raise RuleError(f"table {name!r} has no list {key!r}", RuleLocation(str(tables_dir() / f"{name}.yaml"), 1))
+    return table.lists[key]
 
 
 def _first_number(text: str) -> int | None:
