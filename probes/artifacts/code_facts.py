@@ -5,7 +5,8 @@ indentation) to find the patterns the libraries' documentation names as causes: 
 that only one rank reaches (inside ``if rank == 0:``), ``torch.load`` without ``map_location``, a
 DistributedSampler never given its epoch, BatchNorm under DDP with no SyncBatchNorm, models put on "cuda" with no
 per-process device, hand-written gradient accumulation that all-reduces every micro-batch, a training DataLoader
-that loads in the main process, a seed offset by the rank (with a split the script draws itself). Patterns and word lists are data (``rules/artifacts/code_facts.yaml``).
+that loads in the main process, a seed offset by the rank (with a split the script draws itself). Patterns and
+word lists are data (``rules/artifacts/code_facts.yaml``).
 
 Code is text: never executed or imported. One pass over the lines; comments and docstrings are skipped.
 """
