@@ -143,6 +143,7 @@ def _watchdog_states(lines: list[Any]) -> list[CollectiveState]:
         numel = e.fields.get("numel_in")
         out[key] = CollectiveState(
             rank=e.rank, op=_op_name(e.fields.get("op")), seq=seq if isinstance(seq, int) else None,
+            process_group=str(e.fields.get("pg") or "0"),
             state="timed_out", shape=str(numel) if numel is not None else None,
             last_enqueued=st.fields.get("last_enqueued") if st else None,
             last_completed=st.fields.get("last_completed") if st else None,

@@ -191,15 +191,16 @@ def rank_behind_in_sequence(ctx: Context) -> Binding | None:
 def timed_out_at_different_seqs(ctx: Context, min_gap: int = 1) -> Binding | None:
     """Ranks of one process group whose watchdog timed out in different collectives (sequence numbers at least
     ``min_gap`` apart): the ranks did not issue the same sequence of collectives. The ranks at the lowest number
-    are the culprits when they are fewer than the others (the ones that fell out of step)."""
+    are the culprits when they are fewer than the others (the ones that fell out of step). A rank seen at two numbers
+    of one group says the lines come from several groups (a log older than torch 2.3 does not name them): no finding."""
     groups: dict[str, list[Any]] = {}
     for c in ctx.of("collective_state"):
         if c.state == "timed_out" and c.seq is not None and c.rank is not None:
             groups.setdefault(c.process_group, []).append(c)
     for states in groups.values():
         low, high = min(c.seq for c in states), max(c.seq for c in states)
-        if high - low < min_gap:
-            continue
+        if high - low < min_gap or any(len({c.seq for c in states if c.rank == r}) > 1 for r in ranks_of(states)):
+            continue  # one rank at two numbers: lines of several groups that the log does not tell apart
         lowest = [c for c in states if c.seq == low]
         rest = [c for c in states if c.seq != low]
         odd = lowest if len(ranks_of(lowest)) <= len(ranks_of(rest)) else rest
