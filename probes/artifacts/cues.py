@@ -84,10 +84,18 @@ def contrasts(lines: list[tuple[int, str]], spec: FamilySpec, launched_multi: bo
                                               for _, text in lines for m in multi.finditer(text)))
 
 
-def _own_cue_reads(every: list[Cue], symptom: str, text: str, span: tuple[int, int]) -> bool:
-    """Whether a cue of the symptom's own (not a mention component's) reads exactly these words of the line."""
-    return any(c[0] == symptom and not c[6] and (m := c[1].search(text)) is not None and m.span() == span
-               for c in every)
+def _fits(cue: Cue, multi: bool, contrast: bool) -> bool:
+    """Whether the report is one the cue reads: its ``multi`` and ``contrast`` needs, where it has them, hold."""
+    needs_multi, needs_contrast = cue[3], cue[5]
+    return (needs_multi is None or needs_multi == multi) and (needs_contrast is None or needs_contrast == contrast)
+
+
+def _own_cue_reads(every: list[Cue], symptom: str, text: str, span: tuple[int, int], multi: bool,
+                   contrast: bool) -> bool:
+    """Whether a cue of the symptom's own (not a mention component's) that reads this report reads exactly these
+    words of the line (then it counts them, and the mention component's cue does not count them again)."""
+    return any(c[0] == symptom and not c[6] and _fits(c, multi, contrast) and (m := c[1].search(text)) is not None
+               and m.span() == span for c in every)
 
 
 def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
@@ -104,16 +112,16 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
     every = _cues(spec)
     for fallbacks in (False, True):  # a fallback cue is read after the others, and only where they were silent
         for no, text in lines:
-            for symptom, rx, weight, needs_multi, silenced_by, needs_contrast, shared in every:
-                if bool(silenced_by) != fallbacks or (needs_multi is not None and needs_multi != multi) \
-                        or (needs_contrast is not None and needs_contrast != contrast):
+            for cue in every:
+                symptom, rx, weight, _, silenced_by, _, shared = cue
+                if bool(silenced_by) != fallbacks or not _fits(cue, multi, contrast):
                     continue
                 if fallbacks and any(s in found and not found[s][4] for s in silenced_by):
                     continue
                 m = rx.search(text)
                 if m is None or negated.search(text, max(0, m.start() - 60), m.start()):  # "not a memory issue"
                     continue
-                if shared and _own_cue_reads(every, symptom, text, m.span()):  # the words are counted once
+                if shared and _own_cue_reads(every, symptom, text, m.span(), multi, contrast):  # counted once
                     continue
                 entry = found.setdefault(symptom, [0, 0, no, [], silenced_by if fallbacks else ()])
                 entry[0] += weight
