@@ -220,6 +220,8 @@ class LaunchSpec(_Evidence):
     loader_workers: int | None = Field(None, description="DataLoader workers per process, from the script's own "
                                                          "arguments (--num_workers, --workers, -j, num_workers=)")
     script_gpus: int | None = Field(None, description="GPUs the script's own arguments name (--gpu 0,1,2,3, --gpus 8)")
+    script_local_rank: int | None = Field(None, description="a local rank the command passes to the script by hand "
+                                                             "(--local_rank 2): every process it starts gets that one")
     procs_default: int | None = Field(None, description="processes per node the launcher starts when not told "
                                                         "(torchrun and torch.distributed.launch: 1)")
     backend: str | None = Field(None, description="process-group backend named (nccl, gloo)")

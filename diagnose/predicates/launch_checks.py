@@ -313,6 +313,19 @@ def _code_rank_fixed(ctx: Context) -> Binding | None:
     return None
 
 
+def _script_local_rank_fixed(ctx: Context) -> Binding | None:
+    """A launcher that starts one process per device (torch.distributed.launch, torchrun, deepspeed) is given a
+    fixed --local_rank for the script: every process it starts reads that same local rank."""
+    for spec in ctx.of("launch_spec"):
+        if spec.script_local_rank is None or spec.procs_per_node == 1 \
+                or (spec.procs_per_node is None and spec.procs_default == 1):  # one process: nothing to share
+            continue
+        return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "several",
+                    devices=spec.script_local_rank, where=f"--local_rank {spec.script_local_rank} typed on the "
+                    "command line", detail=spec.text or "")
+    return None
+
+
 def _code_world_size(ctx: Context) -> Binding | None:
     """init_process_group(world_size=<a number>) differs from the processes the launch starts (mp.spawn's nprocs
     per node must divide it)."""
@@ -455,6 +468,7 @@ CHECKS = {
     "mpirun_on_local_host": mpirun_on_local_host,
     "multi_node_without_node_rank": multi_node_without_node_rank,
     "code_rank_fixed": _code_rank_fixed,
+    "script_local_rank_fixed": _script_local_rank_fixed,
     "code_world_size_differs": _code_world_size,
     "code_device_from_global_rank": _code_device_global,
     "code_dataparallel_under_launch": _code_dataparallel,
@@ -474,7 +488,7 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     (a Slurm request of at most 8 GiB of host memory per task), python_after_visible_gpus (several GPUs made
     visible, then plain python on a later line, no launcher), mpirun_on_local_host (mpirun -n more than a node's GPUs
     with no hosts, outside a scheduler), multi_node_without_node_rank (torchrun for several nodes, static rendezvous,
-    no --node-rank), starts_processes (a launcher, batch script, mp.spawn
+    no --node-rank), script_local_rank_fixed (a per-device launcher given --local_rank N by hand), starts_processes (a launcher, batch script, mp.spawn
     or pod starts the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no

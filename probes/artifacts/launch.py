@@ -228,6 +228,8 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
             fields["loader_workers"] = workers
         if (gpus := _script_gpus(args, spec)) is not None:
             fields["script_gpus"] = gpus
+        if name in spec.tables["per_process_launchers"]:
+            fields["script_local_rank"] = _script_workers(args, spec, "script_local_rank")
         unless = {t.lstrip("-").replace("-", "_") for t in args} & set(spec.tables["script_world_size_unless"])
         told = None if unless else _script_workers(args, spec, "script_world_size")
         if told is not None and told > 0:  # the script's own flag: a claim about the world, checked like its code
@@ -308,10 +310,12 @@ def parse(src: Source) -> list[LaunchSpec]:
                 if key not in pod and (m := rx(pat).match(line)):
                     pod[key], pod[f"{key}_line"] = m.group("value"), str(no)
         cmd = line
-        lead = line.lstrip()[:1]
-        if lead and (lead in "$#%>(" or "@" in line[:64]):
-            m = rx("prompt").match(line)
-            cmd = m.group("cmd") if m else line
+        if line.startswith("`") and not line.startswith("``"):  # a command pasted as inline code: `CUDA_...=0 python ...`
+            cmd = line.strip("` ")
+        lead = cmd.lstrip()[:1]
+        if lead and (lead in "$#%>(" or "@" in cmd[:64]):
+            m = rx("prompt").match(cmd)
+            cmd = m.group("cmd") if m else cmd
         lead = cmd.lstrip()[:1]
         if "=" in cmd and (lead.isupper() or lead in "ed") and (m := rx("env_assignment").match(cmd)):
             env[m.group("key")] = m.group("value").strip("\"'")

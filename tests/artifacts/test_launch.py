@@ -89,6 +89,13 @@ def test_kubernetes_pytorchjob_env() -> None:
     ("torchrun --nproc_per_node=auto train.py --gpu_ids 0", "torchrun", {"script_gpus": 1, "procs_default": None}),
     ("torchrun --nproc_per_node 2 train.py --gpus -1", "torchrun", {"script_gpus": None, "procs_per_node": 2}),
     ("deepspeed train.py --num_gpus 2", "deepspeed", {"script_gpus": 2, "procs_default": None}),
+    # a local rank typed for the script on top of the launcher's own (stanford-futuredata/ColBERT#7), and a
+    # command pasted as inline code over several lines, with python3.7
+    ("`CUDA_VISIBLE_DEVICES=0,1 python3.7 -m torch.distributed.launch \\\n  --nproc_per_node=${WORLD_SIZE} "
+     "colbert/train.py \\\n  --local_rank 2 \\\n  --accum 1`", "torch.distributed.launch",
+     {"script_local_rank": 2, "visible_gpus": 2, "script": "colbert/train.py"}),
+    ("torchrun --nproc_per_node 2 train.py --epochs 3", "torchrun", {"script_local_rank": None}),
+    ("srun python train.py --local_rank 0", "srun", {"script_local_rank": None}),
 ])
 def test_command_lines(text: str, launcher: str, want: dict) -> None:
     spec = _one(text, launcher)
