@@ -488,8 +488,8 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     (a Slurm request of at most 8 GiB of host memory per task), python_after_visible_gpus (several GPUs made
     visible, then plain python on a later line, no launcher), mpirun_on_local_host (mpirun -n more than a node's GPUs
     with no hosts, outside a scheduler), multi_node_without_node_rank (torchrun for several nodes, static rendezvous,
-    no --node-rank), script_local_rank_fixed (a per-device launcher given --local_rank N by hand), starts_processes (a launcher, batch script, mp.spawn
-    or pod starts the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
+    no --node-rank), script_local_rank_fixed (a per-device launcher given --local_rank N by hand),
+    starts_processes (a launcher, batch script, mp.spawn or pod starts the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
     code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
     code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no
     DistributedSampler, with none of the script's own)."""
