@@ -105,7 +105,9 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
     sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
     point, negated = spec.rx("decimal_point"), spec.rx("negated_before")
     bare = spec.rx("bare_contraction")  # 'doesnt' reads as "doesn't", a typographic apostrophe as a plain one
-    lines = [(no, bare.sub(r"\1n't", point.sub(",", text.replace("\u2019", "'")))) for no, text in lines]  # 69.9: a number
+    idiom = spec.rx("stuck_with")  # "I'm stuck with gloo": no hang
+    lines = [(no, idiom.sub(r"\1resigned\2\3", bare.sub(r"\1n't", point.sub(",", text.replace("\u2019", "'")))))
+             for no, text in lines]  # 69.9: a number
     multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
     contrast = multi and contrasts(lines, spec, launched_multi)
     found: dict[str, list[Any]] = {}  # symptom -> [score, strongest weight, its line, words]

@@ -164,7 +164,8 @@ def _script_options(args: list[str], names: set[str], dotted: bool = True) -> It
 def _script_workers(args: list[str], spec: FamilySpec, table: str = "script_workers") -> int | None:
     """DataLoader workers per process named by the script's own arguments (``--num_workers 8``,
     ``--workers=8``, ``-j 8``, Hydra ``data.num_workers=8``); the names are data (``script_workers``; with
-    ``table="script_world_size"`` the world size the script is told, ``--world_size 4``)."""
+    ``table="script_world_size"`` the world size the script is told, ``--world_size 4``; with
+    ``table="script_local_rank"`` a local rank typed for it, ``--local_rank 2``)."""
     for _, value in _script_options(args, set(spec.tables[table])):
         if (n := to_int(value)) is not None and 0 <= n < 100000:
             return n
