@@ -19,8 +19,12 @@ def _free_port() -> int:
 
 
 def _run(*args: object) -> None:
-    subprocess.run([sys.executable, *map(str, args)], check=True, timeout=300,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """Run a generator script; a failure carries the tail of its stderr into the test report."""
+    done = subprocess.run([sys.executable, *map(str, args)], timeout=300,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        tail = "\n".join(done.stderr.splitlines()[-15:])
+        raise subprocess.CalledProcessError(done.returncode, done.args, stderr=done.stderr) from RuntimeError(tail)
 
 
 @pytest.fixture(scope="session")
