@@ -126,6 +126,23 @@ def _with_alternatives(findings: Sequence[Finding]) -> list[tuple[Finding, float
     return out
 
 
+def _lines_of(f: Finding) -> set[tuple[str | None, int]]:
+    return {(e.provenance.source, e.provenance.line) for b in f.bindings.values() for e in b.evidence
+            if e.kind not in ("mention", "reported_symptom") and e.provenance.line is not None}
+
+
+def _read_lines(findings: Sequence[Finding]) -> set[tuple[str | None, int]]:
+    """The lines that specific rules (not catalog families, not words or priors alone) read."""
+    return set().union(*(_lines_of(f) for f in findings
+                         if f.rule.family != CATALOG and not prior_only(f) and not words_only(f)))
+
+
+def _superseded(f: Finding, read: set[tuple[str | None, int]]) -> bool:
+    """A catalog family finding whose every line a specific rule also read (for whatever cause): the family says
+    what a message means when no rule of its own speaks for it, so there it ranks with the restatements."""
+    return f.rule.family == CATALOG and bool(lines := _lines_of(f)) and lines <= read
+
+
 def prior_only(f: Finding) -> bool:
     """The finding rests on nothing but a symptom (told with --symptom, or implied by an artifact)."""
     cited = [e for b in f.bindings.values() for e in b.evidence]
@@ -160,7 +177,8 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
 
     Causes backed by evidence come first, then causes backed only by what the report mentions (a word
     never outranks a line), then causes whose only backing restates the symptom (a process raised an
-    exception no rule explains: ``restates_symptom``); a cause that only a symptom implies (the runbook's
+    exception no rule explains: ``restates_symptom``) or is a catalog family reading lines a specific rule read
+    too (whatever that rule concluded); a cause that only a symptom implies (the runbook's
     symptom table) is capped at low confidence, cites what implied the symptom, and never adds
     to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
     how much evidence each cites, then by the earliest line, then by the cause's place in the symptom's
@@ -170,6 +188,7 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     groups: dict[str, list[tuple[Finding, float]]] = defaultdict(list)
     places: dict[str, int] = {}
     base_rate: dict[str, int] = {}  # the cause's place in the symptom prior (its table order), for equal findings
+    read = _read_lines(findings)
     for f, score, place in _with_alternatives(findings):
         groups[f.cause].append((f, score))
         places[f.cause] = min(place, places.get(f.cause, place))
@@ -204,7 +223,8 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             fix=best.rule.fix, rules=[f.rule.id for f in group],
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
         only_words = bool(backed) and all(words_only(f) for f, _ in backed)
-        tier = 3 if only_prior else 2 if restated else 1 if only_words else 0
+        superseded = bool(backed) and all(_superseded(f, read) for f, _ in backed)
+        tier = 3 if only_prior else 2 if restated or superseded else 1 if only_words else 0
         key = (tier, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
                base_rate.get(cause_id, len(base_rate)), places[cause_id], cause_id)
         ranked.append((key, cause))

@@ -11,11 +11,13 @@ from diagnose.predicates.base import Binding, bind, by_source, predicate
 from diagnose.predicates.launch_requests import (
     hardware_gpu_count,
     host_memory_small,
+    interpreter_as_script,
     mpirun_on_local_host,
     multi_node,
     multi_node_launch,
     multi_node_without_node_rank,
     python_after_visible_gpus,
+    starts_processes,
 )
 from diagnose.probes.artifacts.source import to_int
 
@@ -421,33 +423,9 @@ def _trainer_sampler_off(ctx: Context) -> Binding | None:
     return None
 
 
-def _starts_processes(ctx: Context) -> Binding | None:
-    """Some launch in the evidence starts the ranks itself (a launcher command, a batch script, mp.spawn, a pod
-    spec): used negated, for a script started with plain python and nothing else."""
-    for spec in ctx.of("launch_spec"):
-        if spec.launcher not in ("env", "code"):
-            return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices="?",
-                        where=f"{spec.launcher} starts the processes", detail=spec.text or "")
-    return None
-
-
-# launchers that start the training script with their own Python interpreter (``python`` as the script is a file
-# named python to them); srun and mpirun run any program, so ``srun python train.py`` is right
-_INTERPRETER_LAUNCHERS = ("torchrun", "torch.distributed.launch", "torch.distributed.run", "accelerate", "deepspeed")
-
-
-def _interpreter_as_script(ctx: Context) -> Binding | None:
-    for spec in ctx.of("launch_spec"):
-        script = (spec.script or "").rsplit("/", 1)[-1]
-        if spec.launcher in _INTERPRETER_LAUNCHERS and script.rstrip("0123456789.") == "python":
-            return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices="?",
-                        where=f"{spec.launcher} is given {spec.script} as the script to run", detail=spec.text or "")
-    return None
-
-
 CHECKS = {
-    "starts_processes": _starts_processes,
-    "interpreter_as_script": _interpreter_as_script,
+    "starts_processes": starts_processes,
+    "interpreter_as_script": interpreter_as_script,
     "procs_fewer_than_visible": _fewer_than_visible,
     "procs_fewer_than_script_gpus": _fewer_than_script_gpus,
     "threads_oversubscribe": _threads_oversubscribe,
@@ -482,17 +460,17 @@ CHECKS = {
 @predicate(binds=_FIELDS, kinds=("launch_spec", "system_fact", "config_setting"))
 def launch_check(ctx: Context, check: str) -> Binding | None:
     """A launch-contract check fails: procs_exceed_visible|_allocation|_hardware, procs_fewer_than_visible,
-    procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines (accelerate's total
-    num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree, world_size_not_product,
-    rdzv_endpoint_without_port, procs_exceed_world, world_of_one (the whole world is one process), multi_node (a launch of two or more nodes), host_memory_small
-    (a Slurm request of at most 8 GiB of host memory per task), python_after_visible_gpus (several GPUs made
-    visible, then plain python on a later line, no launcher), mpirun_on_local_host (mpirun -n more than a node's GPUs
-    with no hosts, outside a scheduler), multi_node_without_node_rank (torchrun for several nodes, static rendezvous,
-    no --node-rank), script_local_rank_fixed (a per-device launcher given --local_rank N by hand),
-    starts_processes (a launcher, batch script, mp.spawn or pod starts the ranks), interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls: code_rank_fixed, code_world_size_differs,
-    code_device_from_global_rank, code_dataparallel_under_launch, code_dataparallel_one_process,
-    code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled (Lightning's Trainer told to add no
-    DistributedSampler, with none of the script's own)."""
+    procs_fewer_than_script_gpus, threads_oversubscribe, procs_fewer_than_allocation, total_processes_over_machines
+    (accelerate's num_processes vs num_machines x GPUs), batch_script_without_task_launcher, nodes_disagree,
+    world_size_not_product, rdzv_endpoint_without_port, procs_exceed_world, world_of_one (a world of one process),
+    multi_node (two or more nodes), host_memory_small (Slurm, at most 8 GiB per task), python_after_visible_gpus
+    (several GPUs made visible, then plain python, no launcher), mpirun_on_local_host (mpirun -n over a node's GPUs,
+    no hosts, no scheduler), multi_node_without_node_rank (torchrun, several nodes, static rendezvous, no
+    --node-rank), script_local_rank_fixed (--local_rank N by hand), starts_processes (something starts the ranks),
+    interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls:
+    code_rank_fixed, code_world_size_differs, code_device_from_global_rank, code_dataparallel_under_launch,
+    code_dataparallel_one_process, code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled
+    (Lightning told to add no DistributedSampler, the script adds none)."""
     if check not in CHECKS:
         raise ValueError(f"unknown launch check {check!r}: one of {sorted(CHECKS)}")
     return CHECKS[check](ctx)

@@ -1,6 +1,7 @@
 """What a launch asks of the cluster, checked over pasted artifacts: the nodes it spans, the host memory a scheduler
 gives each task, the GPUs a tool saw, and how the processes are started (launch checks ``multi_node``,
-``host_memory_small``, ``python_after_visible_gpus``, ``mpirun_on_local_host``, ``multi_node_without_node_rank``)."""
+``host_memory_small``, ``python_after_visible_gpus``, ``mpirun_on_local_host``, ``multi_node_without_node_rank``,
+``starts_processes``, ``interpreter_as_script``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind, by_source
 from diagnose.units import slurm_mib
 
-USES_SIGNATURES = frozenset({"job_script_python_without_launcher"})
+USES_SIGNATURES = frozenset({"job_script_python_without_launcher", "python_child_process_failed",
+                             "spawn_process_raised"})
 GPU_COUNT_TOOLS = ("nvidia-smi", "nvidia-smi-topo", "collect_env")
 
 
@@ -108,4 +110,32 @@ def multi_node_without_node_rank(ctx: Context) -> Binding | None:
         return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices=spec.nodes,
                     where=f"--nnodes {spec.nodes} with the static rendezvous and no --node-rank",
                     detail=spec.text or "")
+    return None
+
+
+def starts_processes(ctx: Context) -> Binding | None:
+    """Some launch in the evidence starts the ranks itself (a launcher, batch script, mp.spawn, pod spec, or a
+    child process's traceback in the log): used negated, for a script started with plain python alone."""
+    for spec in ctx.of("launch_spec"):
+        if spec.launcher not in ("env", "code"):
+            return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices="?",
+                        where=f"{spec.launcher} starts the processes", detail=spec.text or "")
+    # a child process's traceback header (multiprocessing.Process, mp.spawn): the program started its own workers
+    if child := ctx.lines("python_child_process_failed") or ctx.lines("spawn_process_raised"):
+        return bind(child[:1], launcher="multiprocessing", procs="?", devices="?",
+                    where="the program starts its own worker processes", detail=child[0].text or "")
+    return None
+
+
+# launchers that start the training script with their own Python interpreter (``python`` as the script is a file
+# named python to them); srun and mpirun run any program, so ``srun python train.py`` is right
+_INTERPRETER_LAUNCHERS = ("torchrun", "torch.distributed.launch", "torch.distributed.run", "accelerate", "deepspeed")
+
+
+def interpreter_as_script(ctx: Context) -> Binding | None:
+    for spec in ctx.of("launch_spec"):
+        script = (spec.script or "").rsplit("/", 1)[-1]
+        if spec.launcher in _INTERPRETER_LAUNCHERS and script.rstrip("0123456789.") == "python":
+            return bind([spec], launcher=spec.launcher, procs=spec.procs_per_node or "?", devices="?",
+                        where=f"{spec.launcher} is given {spec.script} as the script to run", detail=spec.text or "")
     return None

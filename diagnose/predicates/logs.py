@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, parse_rank_list, predicate, ranks_of
 from diagnose.predicates.tables import table_list
+from diagnose.probes.logs.signatures import load_signatures
 from diagnose.ranks import SIGNAL_NAMES, format_ranks, plausible_world
 from diagnose.units import parse_size
 
@@ -361,8 +363,8 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
             and (not types or _exc_type(e).rsplit(".", 1)[-1] in types)
             and (not user_frames_only or _in_user_code(e, user_frames_only))
             and (not library_frames or _in_library(e, library_frames))
-            and not (only_unexplained and ctx.signatures_of(e) - _EXCEPTIONS - _RESTATED)
-            and not (only_explained and not ctx.signatures_of(e) - _EXCEPTIONS - _RESTATED)]
+            and not (only_unexplained and _explaining(ctx, e) - _RESTATED)
+            and not (only_explained and not _explaining(ctx, e) - _RESTATED)]
     if not hits:
         return None
     hits.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
@@ -391,7 +393,7 @@ def raised_by_rank(ctx: Context, ignore_types: Sequence[str] = ()) -> dict[int, 
     """Each rank's first exception of its own (not one another signature explains, not of
     ``ignore_types``); a traceback without a rank counts for the one rank that failed by itself."""
     own = [e for e in [*_exception_lines(ctx), *ctx.lines("hook_exception")]
-           if _exc_type(e).rsplit(".", 1)[-1] not in ignore_types and not ctx.signatures_of(e) - _EXCEPTIONS]
+           if _exc_type(e).rsplit(".", 1)[-1] not in ignore_types and not _explaining(ctx, e)]
     own.sort(key=lambda e: (e.time or 0, e.provenance.source or "", e.provenance.line or 0))
     out: dict[int, Any] = {}
     for e in own:
@@ -443,6 +445,17 @@ _EXCEPTIONS = {"python_exception", "python_exception_repr", "python_exception_ty
 # errno lines that only restate the exception (a path the user's code opened is not there): they leave the
 # line to the user-code rules; on a checkpoint path oserror_on_checkpoint_path also matches and explains it.
 _RESTATED = {"oserror_no_such_file", "oserror_is_a_directory"}
+
+
+@lru_cache(maxsize=1)
+def _context_names() -> frozenset[str]:
+    """Catalog signatures marked ``context`` (banners, INFO lines, settings): they explain no error line."""
+    return frozenset(s.name for s in load_signatures().signatures if s.context)
+
+
+def _explaining(ctx: Context, line: Any) -> set[str]:
+    """The signatures on an exception's line that say more than that an exception was raised."""
+    return ctx.signatures_of(line) - _EXCEPTIONS - _context_names()
 
 
 NOTEBOOK_HEADER = "python_exception_notebook"

@@ -98,6 +98,13 @@ def _own_cue_reads(every: list[Cue], symptom: str, text: str, span: tuple[int, i
                and m.span() == span for c in every)
 
 
+def _unidiom(idioms: list[re.Pattern[str]], text: str) -> str:
+    """The line with each "stuck" that names no hang (an idiom, a quoted error) read as "resigned"."""
+    for rx in idioms:
+        text = rx.sub(r"\1resigned\2\3", text)
+    return text
+
+
 def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 launched_multi: bool = False) -> dict[str, tuple[int, int, list[str], tuple[str, ...]]]:
     """Per symptom: (score, line of its strongest cue, the cue words seen, the symptoms its fallback cue stood
@@ -105,8 +112,9 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
     sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
     point, negated = spec.rx("decimal_point"), spec.rx("negated_before")
     bare = spec.rx("bare_contraction")  # 'doesnt' reads as "doesn't", a typographic apostrophe as a plain one
-    idiom = spec.rx("stuck_with")  # "I'm stuck with gloo": no hang
-    lines = [(no, idiom.sub(r"\1resigned\2\3", bare.sub(r"\1n't", point.sub(",", text.replace("\u2019", "'")))))
+    idioms = [spec.rx(name) for name in ("stuck_with", "stuck_at_error")]  # "I'm stuck with gloo": no hang
+    guess = spec.rx("speculation")  # "Maybe something to do with X?": a suspected cause, not a symptom seen
+    lines = [(no, guess.sub(" ", _unidiom(idioms, bare.sub(r"\1n't", point.sub(",", text.replace("\u2019", "'"))))))
              for no, text in lines]  # 69.9: a number
     multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
     contrast = multi and contrasts(lines, spec, launched_multi)

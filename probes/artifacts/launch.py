@@ -288,6 +288,8 @@ def parse(src: Source) -> list[LaunchSpec]:
     first_directive: int | None = None
     body: list[LaunchSpec] = []
     body_python = False
+    body_runs = False  # a line after the #SBATCH directives runs something (not only shell set-up)
+    setup_words = set(spec.tables["shell_setup_words"])
     k8s_key: str | None = None
     extras: dict[str, str] = {}
     pod: dict[str, str] = {}  # a PyTorchJob's nprocPerNode and its container's nvidia.com/gpu limit
@@ -322,6 +324,8 @@ def parse(src: Source) -> list[LaunchSpec]:
             env[m.group("key")] = m.group("value").strip("\"'")
             env_first = env_first or no
             continue
+        if first_directive is not None and not body_runs and (word := cmd.strip().split(None, 1)[:1]):
+            body_runs = not word[0].startswith("#") and word[0] not in setup_words
         if present and any(w in cmd for w in present):
             head = {w.rsplit("/", 1)[-1] for w in cmd.split(None, 4)[:4]}
             if head & present:
@@ -343,7 +347,8 @@ def parse(src: Source) -> list[LaunchSpec]:
     if first_directive is not None:
         opts, _ = _options("sbatch", ["sbatch", *directives], 1, spec)
         fields = _with_env(_fields(opts), env, spec)
-        fields["launches_tasks"] = any(b.launcher in BATCH_STARTERS for b in body)
+        # a script cut before its first command shows nothing of how it starts the tasks: unknown, not "no"
+        fields["launches_tasks"] = any(b.launcher in BATCH_STARTERS for b in body) if body_runs else None
         if body:
             fields["inner_launcher"] = body[0].launcher
         elif body_python:

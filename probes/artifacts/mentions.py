@@ -34,11 +34,14 @@ def _lines(src: Source, spec: FamilySpec, with_code: bool) -> list[tuple[int, st
     cues = family("cues")
     prose = dict(prose_lines(src, cues))
     printed, command, quoted = spec.rx("printed"), spec.rx("command_like"), cues.rx("inline_code")
+    code_spans = spec.rx("quoted_code")
     out = []
     for no, raw in enumerate(src.lines[: tables["max_lines"]], 1):
         if no in prose:
             if not command.search(prose[no]):
                 out.append((no, prose[no], "prose"))
+                if with_code and (spans := code_spans.findall(prose[no])):  # `strategy='ddp'` in a sentence
+                    out.append((no, " ".join(spans), "code"))
                 continue
             # a sentence that quotes a command: the words around the quote are prose, the whole line reads like
             # the command (whatever its length)

@@ -62,6 +62,8 @@ class Signature(BaseModel):
     detect: str = Field(description="Hyperscan-compatible regex, no capture names")
     extract: str | None = Field(None, description="Python regex with named groups, run on hit lines")
     caseless: bool = False
+    context: bool = Field(False, description="context only (a banner, an INFO line, a progress or setting field): "
+                          "no rule has to read it, and it explains no error line")
     traceback: bool = Field(False, description="also collect the traceback frames above the line")
     fields: dict[str, str] = Field(default_factory=dict, description="type of each extracted field: int|float|str")
     examples: tuple[Example, ...] = Field(min_length=1)

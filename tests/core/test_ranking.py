@@ -188,3 +188,25 @@ def test_a_bare_exception_ranks_below_what_the_report_says() -> None:
     assert ids.index("host_config") < ids.index("rank_failure"), ids
     alone = diagnose_evidence([exc], symptom="crash").causes
     assert alone[0].id == "rank_failure" and not alone[0].summary.startswith("from the runbook")
+
+
+def test_a_catalog_family_ranks_below_a_specific_rule_that_read_its_lines() -> None:
+    """The watchdog's abort line that quotes its timeout: the collective-timeout rules read it, so the catalog family
+    of aborted communicators (rank_failure) ranks below every cause they name; a family line no rule reads still
+    speaks first."""
+    aborted = ("RuntimeError: NCCL communicator was aborted on rank 3.  Original reason for failure was: [Rank 3] "
+               "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=266392, OpType=ALLGATHER, "
+               "Timeout(ms)=1800000) ran for 1803169 milliseconds before timing out.")
+    ev = [_line("python_exception", aborted, rank=None, exc_type="RuntimeError"),
+          _line("nccl_watchdog_timeout", aborted, rank=3, seq=266392, op="ALLGATHER", timeout_ms=1800000),
+          _line("nccl_communicator_aborted", aborted, rank=None),
+          _line("c10d_nccl_comm_aborted_v2", aborted, rank=3)]
+    report = diagnose_evidence(ev)
+    ids = [c.id for c in report.causes]
+    assert ids[0] == "checkpoint_barrier" and "rank_failure" in ids[1:], ids
+    backed = [c for c in report.causes if "collective-timeout-without-a-dead-rank" in c.rules]
+    assert ids.index("rank_failure") > max(ids.index(c.id) for c in backed), ids
+    alone = diagnose_evidence([_line("nccl_communicator_aborted", "NCCL communicator was aborted on rank 2.",
+                                     rank=2)])
+    assert alone.causes[0].id == "rank_failure"
+    assert "nccl-communicator-aborted-after-a-failure" in alone.causes[0].rules
