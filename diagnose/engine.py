@@ -127,6 +127,7 @@ def _with_alternatives(findings: Sequence[Finding]) -> list[tuple[Finding, float
 
 
 def _lines_of(f: Finding) -> set[tuple[str | None, int]]:
+    """The (source, line) of every printed line a finding cites (not what a report mentions, not a symptom)."""
     return {(e.provenance.source, e.provenance.line) for b in f.bindings.values() for e in b.evidence
             if e.kind not in ("mention", "reported_symptom") and e.provenance.line is not None}
 

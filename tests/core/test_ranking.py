@@ -210,3 +210,18 @@ def test_a_catalog_family_ranks_below_a_specific_rule_that_read_its_lines() -> N
                                      rank=2)])
     assert alone.causes[0].id == "rank_failure"
     assert "nccl-communicator-aborted-after-a-failure" in alone.causes[0].rules
+
+
+def test_a_context_signature_explains_no_exception_line() -> None:
+    """gloo's ENFORCE marker is context (the check after it says what failed): the exception on its line is still the
+    process's own, read by the generic exception rule; a signature that names the failure takes the line instead."""
+    text = ("RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/allreduce.cc:37] context->getPair(recvRank). "
+            "missing connection between rank 0 (thisprocess) and rank 0")
+    marker = diagnose_evidence([_line("python_exception", text, rank=None, exc_type="RuntimeError"),
+                                _line("gloo_enforce_fail", text, rank=None)], symptom="crash").causes
+    assert "process-raised-an-exception" in marker[0].rules, [(c.id, c.rules) for c in marker]
+    frozen = "AssertionError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient."
+    named = diagnose_evidence([_line("python_exception", frozen, rank=None, exc_type="AssertionError"),
+                               _line("ddp_no_trainable_params", frozen, rank=None)], symptom="crash").causes
+    assert named[0].id == "framework_bug" and named[0].rules[0] == "ddp-wraps-a-frozen-module"
+    assert not any("process-raised-an-exception" in c.rules for c in named)
