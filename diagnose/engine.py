@@ -16,6 +16,7 @@ from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
 from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.predicates import REGISTRY, Binding
+from diagnose.predicates.tables import table_list
 from diagnose.probes.artifacts import wording
 from diagnose.probes.artifacts.infer import from_weak_evidence, infer_symptoms
 from diagnose.ruleset import RuleSet, load_ruleset
@@ -75,11 +76,13 @@ def evaluate_rule(rule: Rule, ctx: Context) -> Finding | None:
 
 
 def _said(rule: Rule, ctx: Context) -> str | None:
-    """Of a rule's several symptoms, the one the report's own words describe (its sentences, read by the cue
-    reader): a launch mistake that may show as a hang or as slow scaling is the hang when the user says it hung."""
+    """Of a rule's several symptoms, the one the report is about: the symptom told (or chosen from the artifacts),
+    else the one the report's own words describe (its sentences, read by the cue reader): a launch mistake that may
+    show as a hang or as slow scaling is the hang when the user says it hung."""
     if len(rule.symptoms) < 2:
         return None
-    return next((e.symptom for e in ctx.of("inferred_symptom") if e.symptom in rule.symptoms), None)
+    return next((e.symptom for kind in ("reported_symptom", "inferred_symptom") for e in ctx.of(kind)
+                 if e.symptom in rule.symptoms), None)
 
 
 class _Fields(string.Formatter):
@@ -177,11 +180,15 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     """Group findings by cause, combine their scores, apply the symptom prior, order best first.
 
     Causes backed by evidence come first, then causes backed only by what the report mentions (a word
-    never outranks a line), then causes whose only backing restates the symptom (a process raised an
-    exception no rule explains: ``restates_symptom``) or is a catalog family reading lines a specific rule read
-    too (whatever that rule concluded); a cause that only a symptom implies (the runbook's
-    symptom table) is capped at low confidence, cites what implied the symptom, and never adds
-    to a cause that evidence backs. Equal scores are ordered by the rules' specificity, then by
+    never outranks a line), then causes whose only backing is a catalog family reading lines a specific rule read
+    too (whatever that rule concluded), then causes that only a symptom implies (the runbook's symptom table: capped
+    at low confidence, citing what implied the symptom, never adding to a cause that evidence backs), and last the
+    causes whose only backing restates the symptom (a process raised an exception no rule explains:
+    ``restates_symptom``) from a pasted fragment or from inside the distributed machinery: that says no more than
+    the symptom does, and the symptom table orders its causes by how often each is the answer (in the labelled
+    reports, a restated ``rank_failure`` was right in none of the 21 where it took one of the top three places,
+    all of them fragments without frames or raised in torch.distributed or a trainer); an exception raised in a
+    single process's own code or a data library (its traceback shows where) ranks above the prior. Equal scores are ordered by the rules' specificity, then by
     how much evidence each cites, then by the earliest line, then by the cause's place in the symptom's
     prior (the base rate: which of two equally backed causes is the likelier), then by the order a rule
     lists its alternatives in. A catalog family (rules/catalog/) backs a cause
@@ -225,7 +232,8 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
         only_words = bool(backed) and all(words_only(f) for f, _ in backed)
         superseded = bool(backed) and all(_superseded(f, read) for f, _ in backed)
-        tier = 3 if only_prior else 2 if restated or superseded else 1 if only_words else 0
+        demoted = restated and all(_restates_a_fragment(f) for f, _ in backed)
+        tier = 4 if demoted else 3 if only_prior else 2 if restated or superseded else 1 if only_words else 0
         key = (tier, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
                base_rate.get(cause_id, len(base_rate)), places[cause_id], cause_id)
         ranked.append((key, cause))
@@ -252,6 +260,20 @@ def fold_refinements(causes: Sequence[Cause]) -> list[Cause]:
         upper.rules = list(dict.fromkeys([*upper.rules, *cause.rules]))
         upper.path = list(dict.fromkeys([*upper.path, *cause.path]))
     return out
+
+
+@lru_cache(maxsize=1)
+def _distributed_machinery() -> tuple[str, ...]:
+    return table_list("frame_paths.distributed_machinery")
+
+
+def _restates_a_fragment(f: Finding) -> bool:
+    """The exception a restating finding cites has no frames (a pasted fragment) or was raised inside the
+    distributed machinery (rules/tables/frame_paths.yaml)."""
+    machinery = _distributed_machinery()
+    paths = [str(e.fields.get("frame_path") or "").replace("\\", "/") for b in f.bindings.values() for e in b.evidence
+             if e.kind in ("log_line", "hook_exception") and "exc_type" in getattr(e, "fields", {})]
+    return all(not p or any(m in p for m in machinery) for p in paths)
 
 
 def _symptom_source(group: Sequence[Finding]) -> str:

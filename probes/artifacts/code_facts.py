@@ -23,7 +23,7 @@ from diagnose.probes.artifacts.spec import FamilySpec, family
 __all__ = ["parse"]
 
 _FIRSTS = ("distributed_sampler", "batchnorm_built", "cuda_default", "accumulation_step", "epoch_loop",
-           "seed_per_rank", "data_split")  # first line each
+           "seed_per_rank", "data_split", "generate_call")  # first line each
 
 
 @dataclass
@@ -179,4 +179,7 @@ def parse(src: Source) -> list[CodeFact]:
     if ddp and "accumulation_step" in seen.first and any(w in text for w in tables["backward_words"]) \
             and not any(w in text for w in tables["no_sync_words"]):
         fact("accumulation_without_no_sync", *seen.first["accumulation_step"])
+    if "generate_call" in seen.first and "synced_gpus" not in text \
+            and any(w in text for w in tables["sharded_forward_words"]):
+        fact("sharded_generate_without_synced_gpus", *seen.first["generate_call"])
     return out

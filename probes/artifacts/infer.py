@@ -133,7 +133,7 @@ def from_weak_evidence(symptom: str, cause: str, source: str | None, line: int |
     symptom where nothing else names one: the runbook row's other causes and the rules that read the report's
     words for that symptom then apply, as when the user names it."""
     return InferredSymptom(
-        symptom=symptom, basis=f"the evidence of the first cause, {cause} ('{text[:80]}')",
+        symptom=symptom, basis=f"the evidence of {cause} ('{text[:80]}')",
         provenance=Provenance(probe="engine", source=source, line=line),
         missing=wording.missing_for(symptom), text=f"{symptom} from the evidence of {cause}")
 

@@ -30,6 +30,7 @@ CODE = "code_facts"
         ("cuda_without_device_binding.py", "cuda_without_device_binding", 7, None),
         ("accumulation_without_no_sync.py", "accumulation_without_no_sync", 11, None),
         ("loader_without_workers.py", "loader_without_workers", 10, None),
+        ("sharded_generate_without_synced_gpus.py", "sharded_generate_without_synced_gpus", 9, None),
     ],
 )
 def test_fact_at_its_line(fixture: str, fact: str, line: int, guard: str | None) -> None:
@@ -50,6 +51,8 @@ def test_fact_at_its_line(fixture: str, fact: str, line: int, guard: str | None)
         ("accumulation_without_no_sync.py", "slow_scaling", "communication_bound",
          "code-accumulation-without-no-sync"),
         ("loader_without_workers.py", "slow_step", "input_pipeline_bound", "code-loader-without-workers"),
+        ("sharded_generate_without_synced_gpus.py", "hang_mid_run", "collective_mismatch",
+         "code-generates-sharded-without-synced-gpus"),
     ],
 )
 def test_told_symptom_names_the_cause(fixture: str, symptom: str, cause: str, rule: str) -> None:
@@ -66,7 +69,8 @@ def test_collective_under_a_rank_guard_names_the_hang_unasked() -> None:
 
 
 @pytest.mark.parametrize(
-    "fixture", ["near_miss_save_then_barrier.py", "near_miss_main_process_first.py", "near_miss_all_set.py"]
+    "fixture", ["near_miss_save_then_barrier.py", "near_miss_main_process_first.py", "near_miss_all_set.py",
+                "near_miss_sharded_generate_synced.py"]
 )
 def test_documented_ways_show_no_fact(fixture: str) -> None:
     assert parsed(f"{CODE}/{fixture}", "code_fact") == []

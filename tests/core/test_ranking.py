@@ -175,7 +175,8 @@ def test_a_refinement_and_its_parent_take_one_place() -> None:
 
 def test_a_bare_exception_ranks_below_what_the_report_says() -> None:
     """process-raised-an-exception only restates the crash (a process raised something no rule explains): a
-    cause the report's words back (here a container mention) ranks above it, and it still ranks above the prior."""
+    cause the report's words back (here a container mention) ranks above it, and so do the crash row's causes of the
+    runbook's symptom table, which order the causes by how often each is the answer; it is still cited."""
     from diagnose.evidence import Mention
 
     exc = LogLine(signature="python_exception", rank=None, text="ValueError: size mismatch in the flat parameter",
@@ -187,7 +188,28 @@ def test_a_bare_exception_ranks_below_what_the_report_says() -> None:
     ids = [c.id for c in diagnose_evidence([exc, said], symptom="crash").causes]
     assert ids.index("host_config") < ids.index("rank_failure"), ids
     alone = diagnose_evidence([exc], symptom="crash").causes
-    assert alone[0].id == "rank_failure" and not alone[0].summary.startswith("from the runbook")
+    assert alone[0].id == "framework_bug" and alone[0].summary.startswith("from the runbook"), alone[0]
+    restated = next(c for c in alone if c.id == "rank_failure")
+    assert restated.rules == ["process-raised-an-exception"] and not restated.summary.startswith("from the runbook")
+    assert [e.text for e in restated.evidence] == ["ValueError: size mismatch in the flat parameter"]
+    assert alone.index(restated) > max(i for i, c in enumerate(alone) if c.summary.startswith("from the runbook"))
+
+
+def test_a_bare_exception_with_its_own_frames_stays_above_the_prior() -> None:
+    """Where the traceback shows the exception raised in the process's own code (or a data library), not in the
+    distributed machinery, the crash of that process is what the log shows: it stays above the symptom table's
+    causes; raised inside torch.distributed it restates the crash and ranks below them."""
+    def raised(path: str) -> LogLine:
+        return LogLine(signature="python_exception", rank=None, text="RuntimeError: mat1 and mat2 shapes cannot be multiplied (1x2 and 6x64)",
+                       fields={"exc_type": "RuntimeError", "message": "mat1 and mat2 shapes cannot be multiplied",
+                               "frame_path": path, "frame_line": 36},
+                       provenance=Provenance(probe="logs", source="error.txt", line=7))
+    own = diagnose_evidence([raised("/home/u/projects/MTPSL/model/mapfns.py")], symptom="crash").causes
+    assert own[0].id == "rank_failure" and own[0].rules == ["process-raised-an-exception"], own[0]
+    inside = diagnose_evidence([raised("/opt/conda/lib/python3.10/site-packages/torch/distributed/fsdp/_runtime_utils.py")],
+                               symptom="crash").causes
+    assert inside[0].id == "framework_bug" and inside[0].summary.startswith("from the runbook"), inside[0]
+    assert "rank_failure" in [c.id for c in inside]
 
 
 def test_a_catalog_family_ranks_below_a_specific_rule_that_read_its_lines() -> None:
@@ -219,7 +241,7 @@ def test_a_context_signature_explains_no_exception_line() -> None:
             "missing connection between rank 0 (thisprocess) and rank 0")
     marker = diagnose_evidence([_line("python_exception", text, rank=None, exc_type="RuntimeError"),
                                 _line("gloo_enforce_fail", text, rank=None)], symptom="crash").causes
-    assert "process-raised-an-exception" in marker[0].rules, [(c.id, c.rules) for c in marker]
+    assert any("process-raised-an-exception" in c.rules for c in marker), [(c.id, c.rules) for c in marker]
     frozen = "AssertionError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient."
     named = diagnose_evidence([_line("python_exception", frozen, rank=None, exc_type="AssertionError"),
                                _line("ddp_no_trainable_params", frozen, rank=None)], symptom="crash").causes
