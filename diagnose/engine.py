@@ -16,6 +16,7 @@ from diagnose.context import Context
 from diagnose.evidence import ReportedSymptom
 from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.predicates import REGISTRY, Binding
+from diagnose.predicates.launch_requests import starts_processes
 from diagnose.predicates.tables import table_list
 from diagnose.probes.artifacts import wording
 from diagnose.probes.artifacts.infer import from_weak_evidence, infer_symptoms
@@ -176,7 +177,7 @@ PRIOR_SUMMARY = "from the runbook's symptom table for"  # how a cause that only 
 CATALOG = "catalog"  # rules/catalog/: what a family of catalog signatures means when no rule of its own speaks
 
 
-def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
+def rank_causes(findings: Sequence[Finding], told: set[str], multi_process: bool = False) -> list[Cause]:
     """Group findings by cause, combine their scores, apply the symptom prior, order best first.
 
     Causes backed by evidence come first, then causes backed only by what the report mentions (a word
@@ -187,8 +188,10 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
     ``restates_symptom``) from a pasted fragment or from inside the distributed machinery: that says no more than
     the symptom does, and the symptom table orders its causes by how often each is the answer (in the labelled
     reports, a restated ``rank_failure`` was right in none of the 21 where it took one of the top three places,
-    all of them fragments without frames or raised in torch.distributed or a trainer); an exception raised in a
-    single process's own code or a data library (its traceback shows where) ranks above the prior. Equal scores are ordered by the rules' specificity, then by
+    all of them fragments without frames, raised in torch.distributed or a trainer, or from a multi-process run);
+    in a single process (``multi_process`` false: no launcher, rank or rank exit in the evidence) an exception
+    raised in its own code or a data library, its traceback showing where, is that process's crash and ranks
+    above the prior. Equal scores are ordered by the rules' specificity, then by
     how much evidence each cites, then by the earliest line, then by the cause's place in the symptom's
     prior (the base rate: which of two equally backed causes is the likelier), then by the order a rule
     lists its alternatives in. A catalog family (rules/catalog/) backs a cause
@@ -232,7 +235,7 @@ def rank_causes(findings: Sequence[Finding], told: set[str]) -> list[Cause]:
             path=[_path(f) for f in group], experimental=all(f.rule.status == "experimental" for f in group))
         only_words = bool(backed) and all(words_only(f) for f, _ in backed)
         superseded = bool(backed) and all(_superseded(f, read) for f, _ in backed)
-        demoted = restated and all(_restates_a_fragment(f) for f, _ in backed)
+        demoted = restated and (multi_process or all(_restates_a_fragment(f) for f, _ in backed))
         tier = 4 if demoted else 3 if only_prior else 2 if restated or superseded else 1 if only_words else 0
         key = (tier, -score, -max(specificity(f) for f in group), -len(evidence), _first_time(group),
                base_rate.get(cause_id, len(base_rate)), places[cause_id], cause_id)
@@ -260,6 +263,11 @@ def fold_refinements(causes: Sequence[Cause]) -> list[Cause]:
         upper.rules = list(dict.fromkeys([*upper.rules, *cause.rules]))
         upper.path = list(dict.fromkeys([*upper.path, *cause.path]))
     return out
+
+
+def _multi_process(ctx: Context) -> bool:
+    """The evidence shows several processes: a launch that starts them, a rank prefix, or a rank's exit."""
+    return bool(ctx.ranks_seen() or ctx.of("rank_exit") or starts_processes(ctx))
 
 
 @lru_cache(maxsize=1)
@@ -335,7 +343,8 @@ def diagnose_evidence(
     items += [ReportedSymptom(symptom=s, text=f"--symptom {symptom}") for s in sorted(told)]
     ctx = Context(items)
     ruleset = _cached_ruleset(tuple(str(p) for p in rule_dirs))
-    causes = rank_causes(evaluate(ruleset, ctx), told)
+    multi = _multi_process(ctx)
+    causes = rank_causes(evaluate(ruleset, ctx), told, multi)
     # where only weak evidence speaks, the report's own words may name what was seen ('I run into GPU OOM'), but not
     # a crash: the words 'error' and 'exception' are in nearly every report, and the rules that fired already place
     # the failure (a collective timeout is a hang whatever the words around it)
@@ -354,7 +363,7 @@ def diagnose_evidence(
     if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
         items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
         ctx = Context(items)
-        causes = rank_causes(evaluate(ruleset, ctx), set())
+        causes = rank_causes(evaluate(ruleset, ctx), set(), multi)
         if inferred[0].runner_up and causes and causes[0].summary.startswith(PRIOR_SUMMARY):
             causes = _with_runner_up(ruleset, items, inferred[0], causes)
     report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))

@@ -254,6 +254,32 @@ def _env_spec(src: Source, env: dict[str, str], first: int | None, spec: FamilyS
                        text=text[:500], **fields)]
 
 
+_SEPARATORS = ("; ", ";", "&&", "||")
+
+
+def _shell_segments(cmd: str) -> list[str]:
+    """The commands of a shell line joined by ``;``, ``&&`` or ``||`` (outside quotes), each on its own; a line
+    without a separator is one segment."""
+    if not any(sep in cmd for sep in _SEPARATORS):
+        return [cmd]
+    out, cur, quote, i = [], [], "", 0
+    while i < len(cmd):
+        ch = cmd[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == ";" or cmd.startswith(("&&", "||"), i):
+            out.append("".join(cur))
+            cur = []
+            i += 1 if ch == ";" else 2
+            continue
+        cur.append(ch)
+        i += 1
+    out.append("".join(cur))
+    return [c.strip() for c in out if c.strip()] or [cmd]
+
+
 _WORDS: dict[int, tuple[str, ...]] = {}
 
 
@@ -312,34 +338,40 @@ def parse(src: Source) -> list[LaunchSpec]:
             for pat, key in (("k8s_nproc_per_node", "procs_per_node"), ("k8s_gpu_limit", "gpus_per_node")):
                 if key not in pod and (m := rx(pat).match(line)):
                     pod[key], pod[f"{key}_line"] = m.group("value"), str(no)
-        cmd = line
+        whole = line
         if line.startswith("`") and not line.startswith("``"):  # a command pasted as inline code: `CUDA_...=0 python ...`
-            cmd = line.strip("` ")
-        lead = cmd.lstrip()[:1]
-        if lead and (lead in "$#%>(" or "@" in cmd[:64]):
-            m = rx("prompt").match(cmd)
-            cmd = m.group("cmd") if m else cmd
-        lead = cmd.lstrip()[:1]
-        if "=" in cmd and (lead.isupper() or lead in "ed") and (m := rx("env_assignment").match(cmd)):
-            env[m.group("key")] = m.group("value").strip("\"'")
-            env_first = env_first or no
-            continue
-        if first_directive is not None and not body_runs and (word := cmd.strip().split(None, 1)[:1]):
-            body_runs = not word[0].startswith("#") and word[0] not in setup_words
-        if present and any(w in cmd for w in present):
-            head = {w.rsplit("/", 1)[-1] for w in cmd.split(None, 4)[:4]}
-            if head & present:
-                found = _command(src, no, cmd, env, spec)
-                out += found
-                if first_directive is not None:
-                    body += found
-                    body_python = body_python or (not found and bool(head & pythons))
+            whole = line.strip("` ")
+        lead = whole.lstrip()[:1]
+        if lead and (lead in "$#%>(" or "@" in whole[:64]):
+            m = rx("prompt").match(whole)
+            whole = m.group("cmd") if m else whole
+        consumed = False
+        for cmd in _shell_segments(whole):  # 'export BS=16; rm -r out; CUDA_VISIBLE_DEVICES=0,1 python -m torch...'
+            lead = cmd.lstrip()[:1]
+            if "=" in cmd and (lead.isupper() or lead in "ed") and (m := rx("env_assignment").match(cmd)):
+                env[m.group("key")] = m.group("value").strip("\"'")
+                env_first = env_first or no
+                consumed = True
                 continue
-            if "`" in cmd:  # a command quoted inline in a sentence: "(the training command is `torchrun ...`)"
-                for m in rx("inline_command").finditer(cmd):
-                    code = m.group("code")
-                    if {w.rsplit("/", 1)[-1] for w in code.split(None, 4)[:4]} & present:
-                        out += _command(src, no, code, env, spec)
+            if first_directive is not None and not body_runs and (word := cmd.strip().split(None, 1)[:1]):
+                body_runs = not word[0].startswith("#") and word[0] not in setup_words
+            if present and any(w in cmd for w in present):
+                head = {w.rsplit("/", 1)[-1] for w in cmd.split(None, 4)[:4]}
+                if head & present:
+                    found = _command(src, no, cmd, env, spec)
+                    out += found
+                    if first_directive is not None:
+                        body += found
+                        body_python = body_python or (not found and bool(head & pythons))
+                    consumed = True
+                    continue
+                if "`" in cmd:  # a command quoted inline in a sentence: "(the training command is `torchrun ...`)"
+                    for m in rx("inline_command").finditer(cmd):
+                        code = m.group("code")
+                        if {w.rsplit("/", 1)[-1] for w in code.split(None, 4)[:4]} & present:
+                            out += _command(src, no, code, env, spec)
+        if consumed:
+            continue
         for name in wanted:
             if name not in extras and (m := rx(name).search(line)):
                 extras[name] = m.group(1) or ""

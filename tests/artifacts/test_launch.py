@@ -109,6 +109,18 @@ def test_exported_devices_apply_to_later_launch() -> None:
     assert spec.visible_gpus == 1 and spec.variables["NCCL_P2P_DISABLE"] == "1" and spec.provenance.line == 3
 
 
+def test_commands_joined_on_one_shell_line() -> None:
+    """huggingface/datasets#1942's one-liner: exports, a cleanup and the launch joined by ';' on one line; each
+    command is read on its own, and a ';' inside quotes joins nothing."""
+    text = ("export BS=16; rm -r output_dir; PYTHONPATH=src USE_TF=0 CUDA_VISIBLE_DEVICES=0,1 python -m "
+            "torch.distributed.launch --nproc_per_node=2 examples/seq2seq/run_seq2seq.py --do_eval\n")
+    spec = _one(text, "torch.distributed.launch")
+    assert (spec.procs_per_node, spec.visible_gpus, spec.script) == (2, 2, "examples/seq2seq/run_seq2seq.py")
+    assert _one("cd /work/run && torchrun --nproc_per_node 4 train.py || echo failed\n", "torchrun").procs_per_node == 4
+    quoted = parse("x.txt", "python -c \"import os; print(os.environ['WORLD_SIZE'])\"\n")[0]
+    assert not [e for e in quoted if e.kind == "launch_spec"]
+
+
 def test_env_dump_alone() -> None:
     text = "HOME=/home/u\nWORLD_SIZE=8\nMASTER_ADDR=node-1\nMASTER_PORT=29500\nOMP_NUM_THREADS=1\nPATH=/usr/bin\n"
     spec = _one(text, "env")
