@@ -280,7 +280,7 @@ def _restates_a_fragment(f: Finding) -> bool:
     distributed machinery (rules/tables/frame_paths.yaml)."""
     machinery = _distributed_machinery()
     paths = [str(e.fields.get("frame_path") or "").replace("\\", "/") for b in f.bindings.values() for e in b.evidence
-             if e.kind in ("log_line", "hook_exception") and "exc_type" in getattr(e, "fields", {})]
+             if e.kind == "log_line" and "exc_type" in e.fields]
     return all(not p or any(m in p for m in machinery) for p in paths)
 
 
