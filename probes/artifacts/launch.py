@@ -254,13 +254,14 @@ def _env_spec(src: Source, env: dict[str, str], first: int | None, spec: FamilyS
                        text=text[:500], **fields)]
 
 
-_SEPARATORS = ("; ", ";", "&&", "||")
+_SEPARATORS = (";", "&&", "||")
+_MAX_SHELL_LINE = 4096  # longer lines are not commands a user typed: read whole, never walked character by character
 
 
 def _shell_segments(cmd: str) -> list[str]:
     """The commands of a shell line joined by ``;``, ``&&`` or ``||`` (outside quotes), each on its own; a line
-    without a separator is one segment."""
-    if not any(sep in cmd for sep in _SEPARATORS):
+    without a separator (or longer than any typed command) is one segment."""
+    if len(cmd) > _MAX_SHELL_LINE or not any(sep in cmd for sep in _SEPARATORS):
         return [cmd]
     out, cur, quote, i = [], [], "", 0
     while i < len(cmd):
