@@ -17,6 +17,7 @@ from diagnose.evidence import ReportedSymptom
 from diagnose.output.report import Cause, EvidenceRef, Report, Skipped
 from diagnose.predicates import REGISTRY, Binding
 from diagnose.predicates.launch_requests import starts_processes
+from diagnose.predicates.logs import raised_in
 from diagnose.predicates.tables import table_list
 from diagnose.probes.artifacts import wording
 from diagnose.probes.artifacts.infer import from_weak_evidence, infer_symptoms
@@ -278,10 +279,8 @@ def _distributed_machinery() -> tuple[str, ...]:
 def _restates_a_fragment(f: Finding) -> bool:
     """The exception a restating finding cites has no frames (a pasted fragment) or was raised inside the
     distributed machinery (rules/tables/frame_paths.yaml)."""
-    machinery = _distributed_machinery()
-    paths = [str(e.fields.get("frame_path") or "").replace("\\", "/") for b in f.bindings.values() for e in b.evidence
-             if e.kind == "log_line" and "exc_type" in e.fields]
-    return all(not p or any(m in p for m in machinery) for p in paths)
+    return all(not e.fields.get("frame_path") or raised_in(e, _distributed_machinery())
+               for b in f.bindings.values() for e in b.evidence if e.kind == "log_line" and "exc_type" in e.fields)
 
 
 def _symptom_source(group: Sequence[Finding]) -> str:

@@ -362,7 +362,7 @@ def ranks_with_own_error(ctx: Context, ignore: Sequence[str] = (), ignore_types:
             and _exc_type(e).rsplit(".", 1)[-1] not in ignore_types
             and (not types or _exc_type(e).rsplit(".", 1)[-1] in types)
             and (not user_frames_only or _in_user_code(e, user_frames_only))
-            and (not library_frames or _in_library(e, library_frames))
+            and (not library_frames or raised_in(e, library_frames))
             and not (only_unexplained and _explaining(ctx, e) - _RESTATED)
             and not (only_explained and not _explaining(ctx, e) - _RESTATED)]
     if not hits:
@@ -434,7 +434,8 @@ def _in_user_code(line: Any, markers: Sequence[str]) -> bool:
     return bool(path) and not any(m in path for m in markers)
 
 
-def _in_library(line: Any, markers: Sequence[str]) -> bool:
+def raised_in(line: Any, markers: Sequence[str]) -> bool:
+    """Whether an exception line's innermost frame (``frame_path``) lies under one of the path ``markers``."""
     path = str(line.fields.get("frame_path") or "").replace("\\", "/")
     return any(m in path for m in markers)
 

@@ -180,6 +180,6 @@ def parse(src: Source) -> list[CodeFact]:
             and not any(w in text for w in tables["no_sync_words"]):
         fact("accumulation_without_no_sync", *seen.first["accumulation_step"])
     if "generate_call" in seen.first and "synced_gpus" not in text \
-            and any(w in text for w in tables["sharded_forward_words"]):
+            and (sharded or any(w in text for w in tables["zero_words"])):
         fact("sharded_generate_without_synced_gpus", *seen.first["generate_call"])
     return out
