@@ -212,7 +212,15 @@ def test_an_issue_form_line_is_not_the_users_words() -> None:
 
 
 def test_a_mention_cue_and_an_own_cue_count_the_same_words_once() -> None:
-    """'only use one GPU' is read by a slow_scaling cue and by the one_gpu_busy mention: one observation, so a
+    """'only uses one GPU' is read by a slow_scaling cue and by the one_gpu_busy mention: one observation, so a
     sentence that only names its single-GPU control stays without a symptom."""
-    text = "However, this error does not occur when I only use one GPU with the same number of batch for each GPU."
+    text = "However, this error does not occur when the script only uses one GPU with the same number of batch for each GPU."
     assert cues.parse(Source("r.txt", text + "\n")) == []
+
+
+def test_a_single_gpu_control_in_the_first_person_is_no_busy_gpu() -> None:
+    """'when I just use 1 GPU there is no error' names the control run, not one GPU doing the work of several: the
+    report's error words decide (mmagic's distributed sampler report)."""
+    text = "However, this error does not occur when I only use one GPU with the same number of batch for each GPU."
+    (found,) = cues.parse(Source("r.txt", text + "\n"))
+    assert found.symptom == "crash" and "this error" in found.basis
