@@ -204,3 +204,13 @@ def test_a_cause_a_log_line_backs_outranks_a_mentioned_one_whatever_their_scores
     mentioned = ids.index("host_config")
     assert all("crash-mentions-a-component" not in c.rules for c in report.causes[:mentioned])
     assert report.causes[0].id != "host_config" and report.causes[0].score < report.causes[mentioned].score
+
+
+def test_a_latin_term_inside_chinese_text_is_mentioned() -> None:
+    """XPixelGroup/BasicSR#322: '发现是BN的问题' names BatchNorm with no space around it; the pattern's word
+    boundary holds once the two scripts are read apart, and the Chinese patterns still read the line as written."""
+    text = "我用torch.autograd.set_detect_anomaly(True)查询错误，发现是BN的问题。难道是BN内部存在inplace变量的问题吗？\n"
+    found = mentions.parse(Source("issue.txt", text))
+    bn = [e for e in found if e.component == "batchnorm"]
+    assert bn and bn[0].words == "BN" and bn[0].provenance.line == 1
+    assert ("gpu0_overloaded", "prose", 1) in _found("只有第一张显卡在跑，其他卡都是空的\n")
