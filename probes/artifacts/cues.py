@@ -114,7 +114,9 @@ def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
     bare = spec.rx("bare_contraction")  # 'doesnt' reads as "doesn't", a typographic apostrophe as a plain one
     idioms = [spec.rx(name) for name in ("stuck_with", "stuck_at_error")]  # "I'm stuck with gloo": no hang
     guess = spec.rx("speculation")  # "Maybe something to do with X?": a suspected cause, not a symptom seen
-    lines = [(no, guess.sub(" ", _unidiom(idioms, bare.sub(r"\1n't", point.sub(",", text.replace("\u2019", "'"))))))
+    control = spec.rx("control_clause")  # "this error does not occur when I use one GPU": the run that works
+    lines = [(no, control.sub(" ", guess.sub(" ", _unidiom(idioms, bare.sub(r"\1n't",
+                                                                           point.sub(",", text.replace("\u2019", "'")))))))
              for no, text in lines]  # 69.9: a number
     multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
     contrast = multi and contrasts(lines, spec, launched_multi)

@@ -9,7 +9,6 @@ printed are not mentions. Rules pair a component with a reported or inferred sym
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from typing import Any
 
@@ -27,16 +26,14 @@ except ImportError:  # pragma: no cover - exercised where the wheel is missing
 __all__ = ["parse"]
 
 SEPARATOR = "\x00"  # joins the lines read: no component pattern matches it, and \s does not cross it
-# Chinese, Japanese and Korean write Latin terms without spaces ('发现是BN的问题'); to Python's \w those characters
-# are word characters, so a pattern that wants a word boundary around 'BN' never sees one. Such a sentence is read
-# a second time with a space between the scripts (the first reading keeps the patterns written for CJK text).
-_CJK_LATIN = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3])(?=[A-Za-z0-9_])|"
-                        r"(?<=[A-Za-z0-9_])(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3])")
 
 
-def _spaced(text: str) -> str:
-    """``text`` with a space where a CJK character meets a Latin letter or digit."""
-    return text if text.isascii() else _CJK_LATIN.sub(" ", text)
+def _spaced(text: str, spec: FamilySpec) -> str:
+    """``text`` with a space where a CJK character meets a Latin letter or digit. Chinese, Japanese and Korean
+    write Latin terms without spaces ('发现是BN的问题'), and to Python's \\w those characters are word characters: a
+    pattern that wants a word boundary around 'BN' sees one only in this second reading (the first keeps the patterns
+    written for CJK text)."""
+    return text if text.isascii() else spec.rx("cjk_latin_boundary").sub(" ", text)
 
 
 def _lines(src: Source, spec: FamilySpec, with_code: bool) -> list[tuple[int, str, str]]:
@@ -51,7 +48,7 @@ def _lines(src: Source, spec: FamilySpec, with_code: bool) -> list[tuple[int, st
         if no in prose:
             if not command.search(prose[no]):
                 out.append((no, prose[no], "prose"))
-                if (spaced := _spaced(prose[no])) != prose[no]:
+                if (spaced := _spaced(prose[no], spec)) != prose[no]:
                     out.append((no, spaced, "prose"))
                 if with_code and (spans := code_spans.findall(prose[no])):  # `strategy='ddp'` in a sentence
                     out.append((no, " ".join(spans), "code"))
