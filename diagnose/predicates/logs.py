@@ -229,6 +229,28 @@ def ops_differ_at_same_seq(ctx: Context) -> Binding | None:
     return None
 
 
+@predicate(binds=("absent", "seq", "victims"), kinds=("collective_state",))
+def timeout_leaves_out_a_rank(ctx: Context, rank_zero: bool | None = None) -> Binding | None:
+    """The ranks that timed out in one collective (one process group, one sequence number) leave a gap below the
+    highest of them: a rank with no pending collective prints no timeout, so the absent rank was never in it (stuck
+    in its own code). Only a small gap counts (fewer absent ranks than victims, at least two victims), so that a paste
+    of a few ranks' lines is not read as absence. ``rank_zero`` True/False asks that rank 0 be / not be absent."""
+    groups: dict[tuple[str, int], list[Any]] = {}
+    for c in ctx.of("collective_state"):
+        if c.state == "timed_out" and c.seq is not None and c.rank is not None:
+            groups.setdefault((c.process_group, c.seq), []).append(c)
+    for (_pg, seq), states in groups.items():
+        victims = ranks_of(states)
+        absent = set(range(max(victims) + 1)) - victims
+        if len(victims) < 2 or not absent or len(absent) >= len(victims):
+            continue
+        if rank_zero is not None and (0 in absent) != rank_zero:
+            continue
+        return Binding(frozenset(absent), tuple(states[:20]), {
+            "absent": format_ranks(absent), "seq": seq, "victims": format_ranks(victims)})
+    return None
+
+
 @predicate(binds=("seq",), kinds=("collective_state",))
 def victims_ran_ahead(ctx: Context, min_gap: int = 1) -> Binding | None:
     """Timed-out ranks had already enqueued later work: they were waiting on a peer, not stuck alone."""
