@@ -364,7 +364,7 @@ def diagnose_evidence(
         ctx = Context(items)
         causes = rank_causes(evaluate(ruleset, ctx), set(), multi)
         if inferred[0].runner_up and causes and causes[0].summary.startswith(PRIOR_SUMMARY):
-            causes = _with_runner_up(ruleset, items, inferred[0], causes)
+            causes = _with_runner_up(ruleset, items, inferred[0], causes, multi)
     report = Report(command=command, causes=causes, skipped=list(skipped), notes=list(notes))
     report.symptom = sorted(told)[0] if len(told) == 1 else _symptom(causes, inferred)
     report.next = _next_steps(ruleset, causes) if causes or command != "preflight" else []
@@ -376,14 +376,15 @@ def diagnose_evidence(
     return report
 
 
-def _with_runner_up(ruleset: RuleSet, items: list[Any], inferred: Any, causes: list[Cause]) -> list[Cause]:
+def _with_runner_up(ruleset: RuleSet, items: list[Any], inferred: Any, causes: list[Cause],
+                    multi_process: bool = False) -> list[Cause]:
     """A close guess of the symptom (nothing but a prior names a cause): the runner-up symptom's first prior cause
     takes second place, so the top three span both readings; the guessed symptom's first cause stays first."""
     runner = ReportedSymptom(symptom=inferred.runner_up,
                              text=f"inferred, the runner-up to {inferred.symptom}: {inferred.basis}")
     kept = [e for e in items if e.kind != "reported_symptom"]
     named = {c.refines or c.id for c in causes[:2]}
-    for cause in rank_causes(evaluate(ruleset, Context([*kept, runner])), set()):
+    for cause in rank_causes(evaluate(ruleset, Context([*kept, runner])), set(), multi_process):
         if cause.summary.startswith(PRIOR_SUMMARY) and (cause.refines or cause.id) not in named:
             rest = [c for c in causes[1:] if (c.refines or c.id) != (cause.refines or cause.id)]
             cause.score = round(min(cause.score, causes[0].score) * RUNNER_UP_FACTOR, 4)  # the less likely reading

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from diagnose.output.grid import rank_ranges
-from diagnose.output.report import Cause, Report
+from diagnose.output.report import Cause, Report, tidy
 
 _EMPTY_WORDS = ("None", "none", "?", "#?", "null")
 
@@ -24,25 +24,6 @@ def cut(text: str, limit: int) -> str:
     if space > limit // 2:
         head = head[:space]
     return head.rstrip(" ,;:") + "…"
-
-
-def tidy(text: str) -> str:
-    """Drop what a message says when a value is unknown: 'rank(s) none', a bare None, '#?', doubled words."""
-    words = text.split(" ")
-    out: list[str] = []
-    for word in words:
-        bare = word.rstrip(",.;:)")
-        if bare in ("#?", "?") and out:
-            continue
-        if bare in ("None", "null") and out:
-            word = word.replace(bare, "unknown", 1)
-        if out and word and out[-1].lower() == word.lower() and word.isalpha():
-            continue  # "barrier barrier"
-        out.append(word)
-    text = " ".join(out)
-    for phrase in ("rank(s) none", "ranks none", "rank none", "rank(s) unknown"):
-        text = text.replace(phrase, "an unknown rank")
-    return text
 
 
 def signal_of(report: Report, cause: Cause) -> str | None:

@@ -11,6 +11,26 @@ from diagnose.evidence import Evidence
 SCHEMA_ID = "diagnose.report/1"
 
 
+
+def tidy(text: str) -> str:
+    """Drop what a message says when a value is unknown: 'rank(s) none', a bare None, '#?', doubled words."""
+    words = text.split(" ")
+    out: list[str] = []
+    for word in words:
+        bare = word.rstrip(",.;:)")
+        if bare in ("#?", "?") and out:
+            continue
+        if bare in ("None", "null") and out:
+            word = word.replace(bare, "unknown", 1)
+        if out and word and out[-1].lower() == word.lower() and word.isalpha():
+            continue  # "barrier barrier"
+        out.append(word)
+    text = " ".join(out)
+    for phrase in ("rank(s) none", "ranks none", "rank none", "rank(s) unknown"):
+        text = text.replace(phrase, "an unknown rank")
+    return text
+
+
 class EvidenceRef(BaseModel):
     """One cited piece of evidence: where it is and what it says."""
 
@@ -102,6 +122,9 @@ class Report(BaseModel):
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON object of the contract (aliases applied, nothing dropped that the contract names)."""
         data = self.model_dump(mode="json", by_alias=True)
+        for cause in data.get("causes") or []:  # 'rank(s) none' where no culprit is known, as the text report says
+            if isinstance(cause.get("summary"), str):
+                cause["summary"] = tidy(cause["summary"])
         for key in ("checkpoint", "scaling", "rank", "attempt", "evidence", "command", "stacks"):
             if data.get(key) in (None, []) and not (key == "evidence" and data.get(key) == []):
                 data.pop(key, None)

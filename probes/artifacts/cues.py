@@ -105,19 +105,25 @@ def _unidiom(idioms: list[re.Pattern[str]], text: str) -> str:
     return text
 
 
+def _normalise(text: str, spec: FamilySpec) -> str:
+    """A sentence as the cues read it: a typographic apostrophe as a plain one, a decimal point as a comma (69.9 is
+    a number, not a sentence end), 'doesnt' as "doesn't", idioms of "stuck" that name no hang as "resigned", and
+    without a suspected cause ("Maybe something to do with X?") or the run that works ("this error does not occur
+    when I use one GPU")."""
+    text = spec.rx("decimal_point").sub(",", text.replace("\u2019", "'"))
+    text = spec.rx("bare_contraction").sub(r"\1n't", text)
+    text = _unidiom([spec.rx(name) for name in ("stuck_with", "stuck_at_error")], text)
+    text = spec.rx("speculation").sub(" ", text)
+    return spec.rx("control_clause").sub(" ", text)
+
+
 def score_lines(lines: list[tuple[int, str]], spec: FamilySpec,
                 launched_multi: bool = False) -> dict[str, tuple[int, int, list[str], tuple[str, ...]]]:
     """Per symptom: (score, line of its strongest cue, the cue words seen, the symptoms its fallback cue stood
     for when only a fallback cue named it, else ()). ``launched_multi``: a line of the report (a command, not a
     sentence) starts several GPUs or nodes, which makes it a multi-GPU report too."""
-    point, negated = spec.rx("decimal_point"), spec.rx("negated_before")
-    bare = spec.rx("bare_contraction")  # 'doesnt' reads as "doesn't", a typographic apostrophe as a plain one
-    idioms = [spec.rx(name) for name in ("stuck_with", "stuck_at_error")]  # "I'm stuck with gloo": no hang
-    guess = spec.rx("speculation")  # "Maybe something to do with X?": a suspected cause, not a symptom seen
-    control = spec.rx("control_clause")  # "this error does not occur when I use one GPU": the run that works
-    lines = [(no, control.sub(" ", guess.sub(" ", _unidiom(idioms, bare.sub(r"\1n't",
-                                                                           point.sub(",", text.replace("\u2019", "'")))))))
-             for no, text in lines]  # 69.9: a number
+    negated = spec.rx("negated_before")
+    lines = [(no, _normalise(text, spec)) for no, text in lines]
     multi = launched_multi or any(spec.rx("multi").search(text) for _, text in lines)
     contrast = multi and contrasts(lines, spec, launched_multi)
     found: dict[str, list[Any]] = {}  # symptom -> [score, strongest weight, its line, words]
