@@ -9,6 +9,7 @@ from __future__ import annotations
 from diagnose.predicates import (
     artifacts,
     checkpoint,
+    collectives,
     launch_checks,
     logs,
     mentions,
@@ -20,7 +21,7 @@ from diagnose.predicates import (
 )
 from diagnose.predicates.base import Binding, PredicateInfo, collect
 
-FAMILIES = (logs, sequences, stacks, checkpoint, scaling, preflight, artifacts, launch_checks, tables, mentions)
+FAMILIES = (logs, collectives, sequences, stacks, checkpoint, scaling, preflight, artifacts, launch_checks, tables, mentions)
 
 REGISTRY: dict[str, PredicateInfo] = {}
 for _module in FAMILIES:

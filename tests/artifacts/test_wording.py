@@ -142,7 +142,7 @@ def test_a_close_guess_names_the_runner_up_symptoms_first_cause_second(tmp_path:
 def test_a_clear_guess_names_no_runner_up(tmp_path: Path) -> None:
     report = _report(tmp_path, "dist.init hangs forever\n")
     assert not any("runner-up" in c.summary for c in report.causes)
-    assert [c.id for c in report.causes[:2]] == ["nccl_setup", "rendezvous_misconfig"]
+    assert [c.id for c in report.causes[:2]] == ["nccl_setup", "framework_bug"]
 
 
 def test_told_a_hang_the_wording_settles_nothing(tmp_path: Path) -> None:
