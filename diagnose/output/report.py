@@ -11,7 +11,6 @@ from diagnose.evidence import Evidence
 SCHEMA_ID = "diagnose.report/1"
 
 
-
 def tidy(text: str) -> str:
     """Drop what a message says when a value is unknown: 'rank(s) none', a bare None, '#?', doubled words."""
     words = text.split(" ")
