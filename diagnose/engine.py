@@ -377,7 +377,7 @@ def diagnose_evidence(
 
 
 def _with_runner_up(ruleset: RuleSet, items: list[Any], inferred: Any, causes: list[Cause],
-                    multi_process: bool = False) -> list[Cause]:
+                    multi_process: bool) -> list[Cause]:
     """A close guess of the symptom (nothing but a prior names a cause): the runner-up symptom's first prior cause
     takes second place, so the top three span both readings; the guessed symptom's first cause stays first."""
     runner = ReportedSymptom(symptom=inferred.runner_up,

@@ -76,11 +76,7 @@ def timed_out_at_different_seqs(ctx: Context, min_gap: int = 1) -> Binding | Non
     ``min_gap`` apart): the ranks did not issue the same sequence of collectives. The ranks at the lowest number
     are the culprits when they are fewer than the others (the ones that fell out of step). A rank seen at two numbers
     of one group says the lines come from several groups (a log older than torch 2.3 does not name them): no finding."""
-    groups: dict[str, list[Any]] = {}
-    for c in ctx.of("collective_state"):
-        if c.state == "timed_out" and c.seq is not None and c.rank is not None:
-            groups.setdefault(c.process_group, []).append(c)
-    for states in groups.values():
+    for states in _numbered_timeouts(ctx).values():
         low, high = min(c.seq for c in states), max(c.seq for c in states)
         if high - low < min_gap or any(len({c.seq for c in states if c.rank == r}) > 1 for r in ranks_of(states)):
             continue  # one rank at two numbers: lines of several groups that the log does not tell apart
@@ -111,29 +107,33 @@ def ops_differ_at_same_seq(ctx: Context) -> Binding | None:
 
 
 @predicate(binds=("absent", "seq", "victims"), kinds=("collective_state",))
-def timeout_leaves_out_a_rank(ctx: Context, rank_zero: bool | None = None) -> Binding | None:
+def timeout_leaves_out_a_rank(ctx: Context, rank_zero: bool = True) -> Binding | None:
     """The ranks that timed out in one collective (one process group, one sequence number) leave a gap below the
     highest of them: a rank with no pending collective prints no timeout, so the absent rank was never in it (stuck
     in its own code). A rank that timed out in another collective of the group is not absent (the ranks disagree on
     the sequence: other rules read that). Only a small gap counts (fewer absent ranks than victims, at least two
-    victims), so that a paste of a few ranks' lines is not read as absence. ``rank_zero`` True/False asks that rank 0
-    be / not be absent."""
-    groups: dict[tuple[str, int], list[Any]] = {}
-    seen: dict[str, set[int]] = {}
+    victims), so that a paste of a few ranks' lines is not read as absence. ``rank_zero`` false: a gap that takes in
+    rank 0 does not count."""
+    for states in _numbered_timeouts(ctx).values():
+        seen = ranks_of(states)
+        for seq in sorted({c.seq for c in states}):
+            at_seq = [c for c in states if c.seq == seq]
+            victims = ranks_of(at_seq)
+            absent = set(range(max(victims) + 1)) - seen
+            if len(victims) < 2 or not absent or len(absent) >= len(victims) or (0 in absent and not rank_zero):
+                continue
+            return Binding(frozenset(absent), tuple(at_seq[:20]), {
+                "absent": format_ranks(absent), "seq": seq, "victims": format_ranks(victims)})
+    return None
+
+
+def _numbered_timeouts(ctx: Context) -> dict[str, list[Any]]:
+    """Timed-out collective states that name their rank and sequence number, per process group."""
+    groups: dict[str, list[Any]] = {}
     for c in ctx.of("collective_state"):
         if c.state == "timed_out" and c.seq is not None and c.rank is not None:
-            groups.setdefault((c.process_group, c.seq), []).append(c)
-            seen.setdefault(c.process_group, set()).add(c.rank)
-    for (pg, seq), states in groups.items():
-        victims = ranks_of(states)
-        absent = set(range(max(victims) + 1)) - seen[pg]
-        if len(victims) < 2 or not absent or len(absent) >= len(victims):
-            continue
-        if rank_zero is not None and (0 in absent) != rank_zero:
-            continue
-        return Binding(frozenset(absent), tuple(states[:20]), {
-            "absent": format_ranks(absent), "seq": seq, "victims": format_ranks(victims)})
-    return None
+            groups.setdefault(c.process_group, []).append(c)
+    return groups
 
 
 @predicate(binds=("seq",), kinds=("collective_state",))
