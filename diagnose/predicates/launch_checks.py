@@ -291,8 +291,13 @@ def _started(ctx: Context) -> list[tuple[Any, int, bool]]:
 
 
 def _world_of_one(ctx: Context) -> Binding | None:
-    """A launch whose whole world is one process (torchrun --nproc-per-node=1 on one node, -n 1): one GPU trains."""
-    for spec, count, whole in _started(ctx):
+    """A launch whose whole world is one process (torchrun --nproc-per-node=1 on one node, -n 1): one GPU trains.
+    Not when another launch of the same paste starts several: the one-process run is then the baseline of a
+    comparison between GPU counts, not the failing launch."""
+    started = _started(ctx)
+    if any(count > 1 for _spec, count, _whole in started):
+        return None
+    for spec, count, whole in started:
         if whole and count == 1:
             return bind([spec], launcher=spec.launcher, procs=1, devices="?",
                         where=f"{spec.launcher} starts one process in all", detail=spec.text or "")
