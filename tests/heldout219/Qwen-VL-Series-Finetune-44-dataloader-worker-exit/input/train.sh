@@ -1,0 +1,40 @@
+deepspeed src/training/train.py \
+    --lora_enable True \
+    --use_dora False \
+    --lora_namespan_exclude "['lm_head', 'embed_tokens']" \
+    --lora_rank 32 \
+    --lora_alpha 32 \
+    --lora_dropout 0.05 \
+    --num_lora_modules -1 \
+    --deepspeed scripts/zero3.json \
+    --model_id $MODEL_NAME \
+    --data_path .video_dataset.json \
+    --image_folder /path/to/your/image/folder \
+    --remove_unused_columns False \
+    --freeze_vision_tower True \
+    --freeze_llm True \
+    --tune_merger True \
+    --bf16 True \
+    --fp16 False \
+    --disable_flash_attn2 True \
+    --output_dir output/test_train \
+    --num_train_epochs 1 \
+    --per_device_train_batch_size $BATCH_PER_DEVICE \
+    --gradient_accumulation_steps $GRAD_ACCUM_STEPS \
+    --video_max_pixels $((360 * 420)) \
+    --fps 5.0 \
+    --learning_rate 1e-5 \
+    --merger_lr 1e-5 \
+    --vision_lr 2e-6 \
+    --weight_decay 0.1 \
+    --warmup_ratio 0.03 \
+    --lr_scheduler_type "cosine" \
+    --logging_steps 1 \
+    --tf32 True \
+    --gradient_checkpointing True \
+    --report_to tensorboard \
+    --lazy_preprocess True \
+    --save_strategy "steps" \
+    --save_steps 1 \
+    --save_total_limit 10 \
+    --dataloader_num_workers 4

@@ -1,0 +1,16 @@
+SIZE_FACTOR=6 MAX_PIXELS=602112 \
+NPROC_PER_NODE=6 CUDA_VISIBLE_DEVICES=0,3,4,5,6,7 \
+swift sft \
+  --model_type qwen2-vl-72b-instruct \
+  --model_id_or_path ./hf/qwen2-vl-72b-instruct \
+  --output_dir output/qwen2-vl-72b-instruct-$train_type \
+  --sft_type lora \
+  --custom_dataset_info mydata.json \
+  --dataset $data \
+  --max_length $maxl \
+  --dtype fp16 \
+  --batch_size 1 \
+  --check_dataset_strategy warning \
+  --use_flash_attn True \
+  --truncation_strategy delete \
+  --deepspeed default-zero3 \
