@@ -34,7 +34,7 @@ SYMPTOMS = tuple(VOCABULARY)  # the table's columns: the contract's symptoms, in
 # heldout111..122, session 25 heldout123..130, session 26 heldout131..141, session 27 heldout142..148, session
 # 28 heldout149..158, session 29 heldout159..164, session 30 heldout165..175, session 31 heldout176..193 and
 # session 32 heldout194..211 (their misses taught it rules written from the sources); they are counted now.
-HELD_OUT = tuple(f"heldout{n}" for n in range(212, 240))
+HELD_OUT = tuple(f"heldout{n}" for n in range(212, 260))
 MIN_DOCUMENTS = 3
 ALPHA = 1.0  # leave-one-corpus-out 0.686 at 1.0 vs 0.677 at 0.5 (session 24, 1,779 texts)
 MIN_WORDS = 2
