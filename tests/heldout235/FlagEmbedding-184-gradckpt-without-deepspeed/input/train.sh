@@ -1,0 +1,23 @@
+torchrun --nnodes=1 --nproc_per_node=2 --master_port=$PORT \
+	-m FlagEmbedding.baai_general_embedding.finetune.run \
+	--output_dir $OUTPUT_DIR \
+	--model_name_or_path $MODEL_PATH \
+	--train_data $DATA_PATH \
+	--learning_rate 1e-5 \
+	--fp16 \
+	--num_train_epochs $EPOCH \
+	--per_device_train_batch_size 64 \
+	--gradient_checkpointing \
+	--dataloader_drop_last True \
+	--evaluation_strategy "no" \
+	--normlized True \
+	--temperature 0.02 \
+	--negatives_cross_device \
+	--query_max_len 64 \
+	--passage_max_len 128 \
+	--train_group_size 2 \
+	--logging_steps 10 \
+	--save_strategy "steps" \
+	--save_steps 200 \
+	--save_total_limit 2 \
+	--report_to "none"
