@@ -43,6 +43,48 @@ def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
     return found
 
 
+_PASTED_QUOTE = "[`'\"]"  # what a message's backtick becomes once pasted: itself, a quote, or nothing
+
+
+def quotes_as_pasted(pattern: str) -> str:
+    """``pattern`` with each literal backtick outside a character class read as a backtick, a quote or nothing.
+
+    Libraries quote names in their messages with backticks (transformers, accelerate, Lightning); a message pasted
+    into a Markdown issue loses them (inline code is rendered) or gets quotes instead, so the pattern must not
+    hinge on them. A backtick that a quantifier follows keeps it (the class takes the backtick's place)."""
+    out: list[str] = []
+    i, in_class, n = 0, False, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n:
+            if pattern[i + 1] == "`" and not in_class:
+                out.append(_pasted(pattern, i + 2))
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            j = i + 1 + (pattern[i + 1:i + 2] == "^")
+            if pattern[j:j + 1] == "]":  # a leading ']' is a member, not the class's end
+                out.append(pattern[i:j + 1])
+                i = j + 1
+                continue
+        elif ch == "`":
+            out.append(_pasted(pattern, i + 1))
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _pasted(pattern: str, after: int) -> str:
+    return _PASTED_QUOTE if pattern[after:after + 1] in ("?", "*", "+", "{") else _PASTED_QUOTE + "?"
+
+
 class Example(BaseModel):
     """A line a signature must match, with the fields it must extract."""
 
@@ -91,6 +133,11 @@ class Signature(BaseModel):
                     f"origin {item!r} is neither owner/repo:path[@versions] nor an http(s) URL"
                 )
         return value
+
+    @field_validator("detect", "extract")
+    @classmethod
+    def _tolerate_pasted_quotes(cls, value: str | None) -> str | None:
+        return value if value is None else quotes_as_pasted(value)
 
     @model_validator(mode="after")
     def _compiles(self) -> Signature:

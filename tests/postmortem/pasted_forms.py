@@ -61,6 +61,14 @@ def inline_code(line: str) -> str:
     return f"`{line}`"
 
 
+def markdown_rendered(line: str) -> list[str]:
+    """A message whose names the library quoted with backticks, copied from a rendered Markdown issue (the
+    backticks became inline code and are gone) or retyped with quotes; nothing when it has no backtick."""
+    if "`" not in line:
+        return []
+    return [line.replace("`", ""), line.replace("`", "'"), line.replace("`", '"')]
+
+
 def crlf(text: str) -> str:
     return text.replace("\n", "\r\n") + "\r\n"
 

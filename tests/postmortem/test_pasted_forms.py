@@ -42,6 +42,7 @@ def single_mutations(line: str) -> list[str]:
     out += [pf.coloured_prefix(line, "[rank3]: "), pf.coloured_prefix(line, pf.LOGGER_PREFIXES[0])]
     out += [pf.crlf(line), pf.after_progress_bar(line), pf.before_progress_bar(line), pf.inline_code(line)]
     out += ["[rank3]:[rank3]: " + pf.LOGGER_PREFIXES[3] + line]
+    out += pf.markdown_rendered(line)
     return out
 
 
