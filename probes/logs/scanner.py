@@ -29,6 +29,8 @@ MMAP_ABOVE = 32 << 20    # allocations above this are mapped (and unmapped when 
 COUNT_PIECE = 1 << 18    # bytes compared at a time when counting newlines with numpy
 UNCOUNTED_MAX = 32 << 20  # dropped bytes whose newlines wait for a hit that needs a line number
 CONTEXT = max(TRACEBACK_LOOKBACK, MAX_LINE)  # bytes kept before the scan point
+PROSE_COMPONENT = "report"  # a user's own sentences: read on lines that start in a file's first PROSE_HEAD bytes
+PROSE_HEAD = 1 << 20  # a report is short; past this a file is machine output (~1,000 of ~5,600 literals spared)
 _WRITER = re.compile(r"(?:\([^)]*\) )?\[(?:rank|default)\d+\]:|\d+: ")  # who wrote an interleaved line
 _TRACEBACK_START = "Traceback (most recent call last)"
 _CALL = re.compile(r"\.(\w+)\(")  # calls in the source lines a traceback shows
@@ -79,7 +81,7 @@ class Scanner:
         for the next read, and take numpy where it is installed to count newlines (big inputs only: its
         import costs a tenth of a second)."""
         global _NUMPY
-        _ = self._hs_db if self.engine == "hyperscan" else self._re_any
+        _ = (self._hs_db, self._hs_db_past_head) if self.engine == "hyperscan" else (self._re_any, self._re_past_head)
         _reuse_freed_memory()
         try:
             import numpy  # optional dependency: newline counts at memory speed (bytes.count: ~1 GB/s)
@@ -88,26 +90,42 @@ class Scanner:
         _NUMPY = numpy
 
     @cached_property
-    def _hs_db(self) -> Any:
-        forms = scan_cache.digest([Path(scan_form_module.__file__).read_bytes()])[:8]  # how detects become forms
-        return scan_cache.hyperscan_database(f"signatures-vectored-{self.signatures.digest}-{forms}", self._compile,
-                                             hyperscan.HS_MODE_VECTORED)
+    def _prose(self) -> frozenset[int]:
+        return frozenset(i for i, s in enumerate(self.signatures.signatures) if s.component == PROSE_COMPONENT)
 
-    def _compile(self) -> Any:
+    @cached_property
+    def _past_head(self) -> list[int]:
+        """The signatures read on lines that start past a file's first PROSE_HEAD bytes."""
+        return [i for i in range(len(self.signatures)) if i not in self._prose]
+
+    @cached_property
+    def _hs_db(self) -> Any:
+        return self._hs_database(list(range(len(self.signatures))), "")
+
+    @cached_property
+    def _hs_db_past_head(self) -> Any:
+        return self._hs_database(self._past_head, "-past-head") if self._prose else self._hs_db
+
+    def _hs_database(self, ids: list[int], label: str) -> Any:
+        forms = scan_cache.digest([Path(scan_form_module.__file__).read_bytes()])[:8]  # how detects become forms
+        return scan_cache.hyperscan_database(f"signatures-vectored-{self.signatures.digest}-{forms}{label}",
+                                             lambda: self._compile(ids), hyperscan.HS_MODE_VECTORED)
+
+    def _compile(self, ids: list[int]) -> Any:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED)  # a block and the kept bytes before it, uncopied
-        exprs = [scan_form(s.detect, s.caseless).encode() for s in self.signatures.signatures]
-        ml = hyperscan.HS_FLAG_MULTILINE
-        flags = [ml | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0) for s in self.signatures.signatures]
-        db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+        sigs = [self.signatures.signatures[i] for i in ids]
+        exprs = [scan_form(s.detect, s.caseless).encode() for s in sigs]
+        flags = [hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if s.caseless else 0) for s in sigs]
+        db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
         return db
 
     @cached_property
     def _re_any(self) -> re.Pattern[bytes]:
-        parts = []
-        for s in self.signatures.signatures:
-            prefix = "(?i)" if s.caseless else ""
-            parts.append(f"(?:{prefix}{s.detect})" if not prefix else f"(?i:{s.detect})")
-        return re.compile("|".join(parts).encode(errors="replace"), re.MULTILINE)
+        return _alternation(self.signatures.signatures)
+
+    @cached_property
+    def _re_past_head(self) -> re.Pattern[bytes]:
+        return _alternation([self.signatures.signatures[i] for i in self._past_head])
 
     def scan_buffer(self, buf: Any) -> BufferScan:
         """Every signature hit in ``buf`` (bytes-like), with line numbers and fields, lines a
@@ -185,16 +203,16 @@ class Scanner:
         more: dict[tuple[int, int], list[int]] = {}  # (long line start, signature) -> ends with their own windows
         if self.engine == "hyperscan":
             ends: list[tuple[int, int]] = []
-            self._hs_db.scan(st.pieces(r0 - st.base, r1 - st.base),
-                             match_event_handler=lambda sig_id, _s, end, _f, _c: ends.append((sig_id, end)))
+            head = r0 < PROSE_HEAD
+            (self._hs_db if head else self._hs_db_past_head).scan(st.pieces(r0 - st.base, r1 - st.base),
+                    match_event_handler=lambda sig_id, _s, end, _f, _c: ends.append((sig_id, end)))
             if not ends:
                 return
         st.join()
         buf, base = st.buf, st.base
 
         def seg_start(end: int) -> int:
-            """Start of the line that holds the byte before ``end`` (amortised linear; the scanned bytes hold
-            no CR, _feed made each one a LF)."""
+            """Start of the line that holds the byte before ``end`` (amortised linear; _feed made each CR a LF)."""
             stop = end - 1
             if stop > st.brk_searched:
                 a = max(st.brk_searched, base) - base
@@ -211,6 +229,8 @@ class Scanner:
                 if end <= st.accepted or end > accept:
                     continue
                 start = seg_start(end)
+                if head and start >= PROSE_HEAD and sig_id in self._prose:
+                    continue
                 line = found.setdefault(start, {})
                 first = line.get(sig_id)
                 if first is None:
@@ -221,13 +241,14 @@ class Scanner:
                         ends_here.append(end)
         else:
             every = range(len(self.signatures))  # the exact regexes decide on each candidate line
-            for m in self._re_any.finditer(buf, r0 - base, r1 - base):
+            for m in (self._re_any if r0 < PROSE_HEAD else self._re_past_head).finditer(buf, r0 - base, r1 - base):
                 # a match that runs on past a line's \n ('\s*$' where the piece ends) belongs to the line it starts in
                 nl = buf.find(b"\n", m.start() + 1, m.end())
                 end = base + (nl if nl >= 0 else max(m.end(), m.start() + 1))
                 if end <= st.accepted or end > accept:
                     continue
                 start = seg_start(end)
+                every = every if start < PROSE_HEAD else self._past_head
                 if end - start > MAX_LINE // 2:  # a long line: each match has its own window
                     yield from self._hits_at(st, found)
                     found = {}
@@ -359,6 +380,11 @@ class _ScanState:
             data, lo, hi = self.uncounted.pop(0)
             self.nl_count += _count_newlines(data, lo, hi)
             self.uncounted_bytes -= hi - lo
+
+
+def _alternation(sigs: list[Signature]) -> re.Pattern[bytes]:
+    parts = [f"(?i:{s.detect})" if s.caseless else f"(?:{s.detect})" for s in sigs]
+    return re.compile("|".join(parts).encode(errors="replace"), re.MULTILINE)
 
 
 def _reuse_freed_memory() -> None:

@@ -103,3 +103,21 @@ def test_no_scan_form_fires_on_every_nccl_info_line():
     assert busiest[0][0] <= 500, busiest
     hits = sum(1 for _ in scanner.scan_blocks([data]))
     assert sum(candidates.values()) <= 20 * max(hits, 1), (sum(candidates.values()), hits, busiest)
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_a_users_sentence_is_read_in_a_files_head_only(engine: str) -> None:
+    """Report signatures (the user's own sentences) are looked for in the first PROSE_HEAD bytes of a file; past them
+    the file is machine output, and an error line is still found there."""
+    from diagnose.probes.logs.scanner import PROSE_COMPONENT, PROSE_HEAD
+
+    prose = next(s for s in SIGS.signatures if s.component == PROSE_COMPONENT)
+    sentence, error = prose.examples[0].line, "RuntimeError: CUDA error: an illegal memory access was encountered"
+    noise = "\n".join(NOISE[:3]) + "\n"
+    filler = noise * (PROSE_HEAD // len(noise.encode()) + 1)
+    scanner = Scanner(SIGS, engine=engine)
+    head = {h.signature for h in scanner.scan_blocks([(sentence + "\n" + filler).encode()])}
+    tail = {(h.signature, h.text) for h in scanner.scan_blocks([(filler + sentence + "\n" + error + "\n").encode()])}
+    assert prose.name in head
+    assert prose.name not in {name for name, _ in tail}
+    assert any(text == error for _, text in tail), tail
