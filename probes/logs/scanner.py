@@ -240,7 +240,7 @@ class Scanner:
                     if len(ends_here) < LONG_LINE_WINDOWS and end - ends_here[-1] >= MAX_LINE // 2:
                         ends_here.append(end)
         else:
-            every = range(len(self.signatures))  # the exact regexes decide on each candidate line
+            all_sigs = range(len(self.signatures))  # the exact regexes decide on each candidate line
             for m in (self._re_any if r0 < PROSE_HEAD else self._re_past_head).finditer(buf, r0 - base, r1 - base):
                 # a match that runs on past a line's \n ('\s*$' where the piece ends) belongs to the line it starts in
                 nl = buf.find(b"\n", m.start() + 1, m.end())
@@ -248,7 +248,7 @@ class Scanner:
                 if end <= st.accepted or end > accept:
                     continue
                 start = seg_start(end)
-                every = every if start < PROSE_HEAD else self._past_head
+                every = all_sigs if start < PROSE_HEAD else self._past_head
                 if end - start > MAX_LINE // 2:  # a long line: each match has its own window
                     yield from self._hits_at(st, found)
                     found = {}
