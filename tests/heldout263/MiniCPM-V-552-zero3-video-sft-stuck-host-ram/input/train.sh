@@ -1,0 +1,1 @@
+CUDA_VISIBLE_DEVICES=5,6,7,8 NPROC_PER_NODE=4 swift sft --model_type minicpm-v-v2_6-chat --model_id_or_path OpenBMB/MiniCPM-V-2_6 --sft_type lora --quantization_bit 4 --dataset  video-chatgpt --deepspeed default-zero3
