@@ -1,0 +1,1 @@
+python submitit_pretrain.py     --nodes 2     --use_volta32     --batch_size 64     --model mae_vit_base_patch16     --norm_pix_loss     --mask_ratio 0.75     --epochs 100     --warmup_epochs 2     --blr 1.5e-4 --weight_decay 0.05     --data_path /user/test_data
