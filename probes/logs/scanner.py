@@ -124,8 +124,8 @@ class Scanner:
         return _alternation(self.signatures.signatures)
 
     @cached_property
-    def _re_past_head(self) -> re.Pattern[bytes]:
-        return _alternation([self.signatures.signatures[i] for i in self._past_head])
+    def _re_past_head(self) -> re.Pattern[bytes]:  # without report signatures, the same pattern compiled once
+        return _alternation([self.signatures.signatures[i] for i in self._past_head]) if self._prose else self._re_any
 
     def scan_buffer(self, buf: Any) -> BufferScan:
         """Every signature hit in ``buf`` (bytes-like), with line numbers and fields, lines a
