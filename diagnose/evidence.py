@@ -237,6 +237,13 @@ class LaunchSpec(_Evidence):
                                                          "for Lightning's Trainer its use_distributed_sampler / "
                                                          "replace_sampler_ddp as written (', own' when the script "
                                                          "builds a sharding sampler itself)")
+    local_batch: int | None = Field(None, description="batch per process the command sets (OpenMMLab's --cfg-options "
+                                                      "train_dataloader.batch_size=8)")
+    design_world: int | None = Field(None, description="GPUs the config was written for, from its name (OpenMMLab's "
+                                                       "8xb64: 8 GPUs)")
+    design_batch: int | None = Field(None, description="batch per GPU the config was written for (8xb64: 64)")
+    auto_scale_lr: bool | None = Field(None, description="the command scales the LR to the batch it runs "
+                                                         "(OpenMMLab's --auto-scale-lr)")
 
     @property
     def processes(self) -> int | None:
@@ -266,7 +273,20 @@ class ConfigSetting(_Evidence):
     num_processes: int | None = None
     num_machines: int | None = None
     distributed_type: str | None = None
+    reduce_bucket_size: float | None = Field(None, description="DeepSpeed ZeRO's reduce bucket, in elements")
+    allgather_bucket_size: float | None = Field(None, description="DeepSpeed ZeRO's all-gather bucket, in elements")
+    overlap_comm: bool | None = None
     settings: dict[str, Scalar] = Field(default_factory=dict, description="every recognised key, as written")
+
+    @property
+    def zero_bucket_gb(self) -> float | None:
+        """GB (10^9 bytes) that ZeRO stage 1/2's communication buckets take: (all-gather + reduce bucket) x 2 bytes, x 4.5 with
+        overlap_comm (Hugging Face's DeepSpeed guide: 5e8-element buckets with overlap_comm need about 9 GB;
+        huggingface/transformers:docs/source/en/deepspeed.md). None for other stages or unstated buckets."""
+        if self.zero_stage not in (1, 2) or self.reduce_bucket_size is None:
+            return None
+        elements = self.reduce_bucket_size + (self.allgather_bucket_size or self.reduce_bucket_size)
+        return round(elements * 2 * (4.5 if self.overlap_comm else 1.0) / 1e9, 1)
 
 
 class SystemFact(_Evidence):

@@ -266,7 +266,7 @@ def _procs_exceed_world(ctx: Context) -> Binding | None:
 
 # launchers whose command says how many processes start (a script's own calls, launcher "code", do not)
 _STARTERS = ("torchrun", "torch.distributed.launch", "deepspeed", "accelerate", "lightning", "mp.spawn", "srun",
-             "mpirun", "composer", "kubernetes", "sbatch")
+             "mpirun", "composer", "kubernetes", "sbatch", "by_hand", "openmmlab")
 
 
 def _code(ctx: Context, field: str) -> list[Any]:
@@ -340,9 +340,26 @@ def _code_world_size(ctx: Context) -> Binding | None:
         w = spec.world_size
         for launch, n, whole in _started(ctx):
             if (whole and n != w) or (not whole and (w < n or w % n)):
+                starts = f"{n} commands typed by hand start one process each" if launch.launcher == "by_hand" \
+                    else f"{launch.launcher} starts {n} process(es)" + ("" if whole else " per node")
                 return bind([spec, launch], launcher=launch.launcher, procs=n, devices=w,
-                             where=f"the script says world_size={w}, {launch.launcher} starts {n} process(es)"
-                                   + ("" if whole else " per node"), detail=spec.text or "")
+                            where=f"the script says world_size={w}, {starts}", detail=spec.text or "")
+    return None
+
+
+def _batch_vs_config_name(ctx: Context) -> Binding | None:
+    """The samples per step a run takes (nodes x processes x batch per process) differ from the layout its config's
+    name was tuned for (OpenMMLab's {N}xb{B}: N GPUs x B per GPU), so B_eff changed."""
+    for spec in ctx.of("launch_spec"):
+        if not (spec.design_world and spec.design_batch and spec.procs_per_node):
+            continue
+        world, local = (spec.nodes or 1) * spec.procs_per_node, spec.local_batch or spec.design_batch
+        if (run := world * local) != (tuned := spec.design_world * spec.design_batch):
+            lr = "with --auto-scale-lr" if spec.auto_scale_lr else "and nothing rescales the LR (no --auto-scale-lr)"
+            return bind([spec], launcher=spec.launcher, procs=world, devices=spec.design_world,
+                         where=f"the config is named for {spec.design_world} GPUs x {spec.design_batch} = {tuned} "
+                               f"samples per step; this run takes {world} x {local} = {run}, {lr}",
+                         detail=spec.text or "")
     return None
 
 
@@ -453,6 +470,7 @@ CHECKS = {
     "code_rank_fixed": _code_rank_fixed,
     "script_local_rank_fixed": _script_local_rank_fixed,
     "code_world_size_differs": _code_world_size,
+    "batch_differs_from_config_name": _batch_vs_config_name,
     "code_device_from_global_rank": _code_device_global,
     "code_dataparallel_under_launch": _code_dataparallel,
     "code_dataparallel_one_process": _code_dataparallel_alone,
@@ -472,7 +490,8 @@ def launch_check(ctx: Context, check: str) -> Binding | None:
     (several GPUs made visible, then plain python, no launcher), mpirun_on_local_host (mpirun -n over a node's GPUs,
     no hosts, no scheduler), multi_node_without_node_rank (torchrun, several nodes, static rendezvous, no
     --node-rank), script_local_rank_fixed (--local_rank N by hand), starts_processes (something starts the ranks),
-    interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"); a script's own calls:
+    interpreter_as_script (torchrun, accelerate or deepspeed told to run "python"), batch_differs_from_config_name
+    (OpenMMLab's {N}xb{B} config name against the GPUs and batch the run uses); a script's own calls:
     code_rank_fixed, code_world_size_differs, code_device_from_global_rank, code_dataparallel_under_launch,
     code_dataparallel_one_process, code_loader_without_sampler, trainer_layout_vs_slurm, trainer_sampler_disabled
     (Lightning told to add no DistributedSampler, the script adds none)."""

@@ -23,7 +23,7 @@ from diagnose.probes.artifacts.spec import FamilySpec, family
 __all__ = ["parse"]
 
 _FIRSTS = ("distributed_sampler", "batchnorm_built", "cuda_default", "accumulation_step", "epoch_loop",
-           "seed_per_rank", "data_split", "generate_call")  # first line each
+           "seed_per_rank", "data_split", "generate_call", "nccl_group_init")  # first line each
 
 
 @dataclass
@@ -168,9 +168,13 @@ def parse(src: Source) -> list[CodeFact]:
     if ddp and "batchnorm_built" in seen.first and not any(w in text for w in tables["sync_batchnorm_words"]):
         fact("batchnorm_without_sync", *seen.first["batchnorm_built"])
     sharded = any(w in text for w in tables["fsdp_words"])
-    if "cuda_default" in seen.first and ("init_process_group" in text or ddp or sharded) \
+    # .cuda() / "cuda" on the current device, or an NCCL group (its communicator and barrier use the current device,
+    # cuda:0 until set_device: pytorch/pytorch:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, barrier), in a
+    # distributed script that never selects a device per process
+    unbound = seen.first.get("cuda_default") or seen.first.get("nccl_group_init")
+    if unbound and ("init_process_group" in text or ddp or sharded) \
             and not any(w in text for w in tables["device_binding_words"]):
-        fact("cuda_without_device_binding", *seen.first["cuda_default"])
+        fact("cuda_without_device_binding", *unbound)
     if "seed_per_rank" in seen.first:  # with a split or shuffle the script draws itself, the data differs per rank
         no, line = seen.first["seed_per_rank"]
         fact("seed_per_rank_before_split" if "data_split" in seen.first else "seed_per_rank", no, line)

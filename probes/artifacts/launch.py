@@ -216,7 +216,9 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
     if "procs_per_node" not in opts and name in spec.tables["default_procs_per_node"]:
         fields["procs_default"] = spec.tables["default_procs_per_node"][name]
     inner: list[LaunchSpec] = []
-    if name in ("srun", "mpirun") and rest < len(tokens):
+    if name == "openmmlab":
+        fields.update(_openmmlab(tokens[rest:], {**env, **local}, spec))
+    elif name in ("srun", "mpirun") and rest < len(tokens):
         inner = _command(src, no, shlex.join(tokens[rest:]), {**env, **local}, spec)
         if inner:
             fields["inner_launcher"] = inner[0].launcher
@@ -239,6 +241,63 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
     return [LaunchSpec(launcher=name, provenance=src.prov(no), rank=src.rank, text=cmd[:500], **fields), *inner]
 
 
+def _openmmlab(operands: list[str], env: dict[str, str], spec: FamilySpec) -> dict[str, Any]:
+    """``dist_train.sh CONFIG GPUS [options]``: the processes per node, the nodes (NNODES), the layout the config's
+    name was tuned for ({N}xb{B}), the batch per GPU set with --cfg-options and whether --auto-scale-lr is on."""
+    out: dict[str, Any] = {}
+    if not operands:
+        return out
+    out["script"] = operands[0]
+    if len(operands) > 1 and (n := to_int(operands[1])) is not None and operands[1].isdigit():
+        out["procs_per_node"] = n
+    if (nodes := to_int(env.get("NNODES", ""))) is not None:
+        out["nodes"] = nodes
+    if m := spec.rx("config_name_layout").search(operands[0].rsplit("/", 1)[-1]):
+        out["design_world"], out["design_batch"] = int(m.group("gpus")), int(m.group("batch"))
+    keys = set(spec.tables["openmmlab_batch_keys"])
+    for tok in operands[2:]:
+        key, eq, val = tok.partition("=")
+        if eq and key in keys and (n := to_int(val)) is not None:
+            out["local_batch"] = n
+        elif tok.lstrip("-") in spec.tables["openmmlab_auto_scale_lr"]:
+            out["auto_scale_lr"] = True
+    return out
+
+
+def _by_hand(cmd: str, spec: FamilySpec) -> tuple[str, int, int] | None:
+    """(script, rank, world size) of a process started by hand: plain python running a script told its own
+    ``--rank`` and ``--world_size`` (the DDP tutorial's init_process_group(rank, world_size), one command per
+    process, typed on each node or terminal)."""
+    _, tokens = split_command(cmd, spec)
+    if len(tokens) < 2 or tokens[0].rsplit("/", 1)[-1] not in spec.tables["pythons"] or tokens[1].startswith("-"):
+        return None
+    args = tokens[2:]
+    world = _script_workers(args, spec, "script_world_size")
+    rank = _script_workers(args, spec, "script_rank")
+    if world is None or rank is None or world < 1:
+        return None
+    return tokens[1], rank, world
+
+
+def _by_hand_specs(src: Source, seen: list[tuple[int, str, int, int, str]]) -> list[LaunchSpec]:
+    """Processes started by hand: each command's world size is the script's claim (launcher ``code``); two or more
+    commands of one script with different ranks are what was started (launcher ``by_hand``, one process each)."""
+    out: list[LaunchSpec] = []
+    scripts = {script for _, script, _, _, _ in seen}
+    for script in sorted(scripts):
+        rows = [r for r in seen if r[1] == script]
+        ranks = {rank for _, _, rank, _, _ in rows}
+        if len(ranks) < 2:
+            continue
+        first = rows[0][0]
+        out.append(LaunchSpec(launcher="by_hand", world_size=len(ranks), script=script, provenance=src.prov(first),
+                              rank=src.rank, text=" | ".join(r[4] for r in rows)[:500]))
+        worlds = sorted({world for _, _, _, world, _ in rows})
+        out += [LaunchSpec(launcher="code", world_size=w, provenance=src.prov(first), rank=src.rank,
+                           text=f"{script} --world_size {w}") for w in worlds]
+    return out
+
+
 def _env_spec(src: Source, env: dict[str, str], first: int | None, spec: FamilySpec) -> list[LaunchSpec]:
     kept = {k: v for k, v in env.items() if _kept(k, spec)}
     if len(kept) < spec.tables["min_env_keys"]:
@@ -252,6 +311,15 @@ def _env_spec(src: Source, env: dict[str, str], first: int | None, spec: FamilyS
     text = " ".join(f"{k}={v}" for k, v in list(kept.items())[:12])
     return [LaunchSpec(launcher="kubernetes" if k8s else "env", provenance=src.prov(first), rank=src.rank,
                        text=text[:500], **fields)]
+
+
+def _after_assignments(cmd: str) -> list[str]:
+    """The first words of a command after its leading ``VAR=value`` assignments (NNODES=1 PORT=29501 bash ...)."""
+    words = cmd.split(None, 16)
+    i = 0
+    while i < len(words) - 1 and "=" in words[i] and words[i].split("=", 1)[0].isidentifier():
+        i += 1
+    return words[i:]
 
 
 _SEPARATORS = (";", "&&", "||")
@@ -321,6 +389,7 @@ def parse(src: Source) -> list[LaunchSpec]:
     extras: dict[str, str] = {}
     pod: dict[str, str] = {}  # a PyTorchJob's nprocPerNode and its container's nvidia.com/gpu limit
     pythons = set(spec.tables["pythons"])
+    by_hand: list[tuple[int, str, int, int, str]] = []  # (line, script, --rank, --world_size, command)
     for no, line in src.logical_lines():
         if sbatch and "#SBATCH" in line and (m := rx("sbatch_directive").match(line)):
             directives += _tokens(m.group("args").split(" #", 1)[0])
@@ -357,9 +426,11 @@ def parse(src: Source) -> list[LaunchSpec]:
             if first_directive is not None and not body_runs and (word := cmd.strip().split(None, 1)[:1]):
                 body_runs = not word[0].startswith("#") and word[0] not in setup_words
             if present and any(w in cmd for w in present):
-                head = {w.rsplit("/", 1)[-1] for w in cmd.split(None, 4)[:4]}
+                head = {w.rsplit("/", 1)[-1] for w in _after_assignments(cmd)[:4]}
                 if head & present:
                     found = _command(src, no, cmd, env, spec)
+                    if not found and head & pythons and (hand := _by_hand(cmd, spec)):
+                        by_hand.append((no, *hand, cmd.strip()))
                     out += found
                     if first_directive is not None:
                         body += found
@@ -388,6 +459,7 @@ def parse(src: Source) -> list[LaunchSpec]:
             fields["inner_launcher"] = "python"
         out.insert(0, LaunchSpec(launcher="sbatch", provenance=src.prov(first_directive), rank=src.rank,
                                  text=" ".join(directives)[:500], **fields))
+    out += _by_hand_specs(src, by_hand) if len(by_hand) > 1 else []
     if "mp_spawn" in extras:
         nprocs = to_int(extras["mp_spawn"]) if extras["mp_spawn"] else None
         out.append(LaunchSpec(launcher="mp.spawn", procs_per_node=nprocs, provenance=src.prov(int(extras["mp_spawn_line"])),

@@ -14,6 +14,8 @@ from diagnose.probes.artifacts import parse
     ("docs/ds_zero3.json", "deepspeed", {"local_batch": 4, "accumulation": 8, "precision": "bf16", "zero_stage": 3,
                                          "offload_optimizer": "cpu", "offload_param": "cpu", "lr": 2e-5,
                                          "warmup": 100.0, "log_every": 10}),
+    ("docs/ds_zero2.json", "deepspeed", {"zero_stage": 2, "offload_optimizer": "cpu", "reduce_bucket_size": 5e8,
+                                         "allgather_bucket_size": 5e8, "overlap_comm": True, "zero_bucket_gb": 9.0}),
     ("docs/accelerate_fsdp.yaml", "accelerate", {"distributed_type": "FSDP", "num_processes": 8, "num_machines": 1,
                                                  "precision": "bf16", "fsdp_state_dict_type": "FULL_STATE_DICT",
                                                  "fsdp_wrap": "TRANSFORMER_BASED_WRAP", "offload_param": "none"}),

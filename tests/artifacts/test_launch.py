@@ -176,3 +176,28 @@ def test_script_world_size_flag() -> None:
     assert [(s.launcher, s.world_size) for s in specs if s.kind == "launch_spec"] == [("torchrun", None), ("code", 4)]
     imagenet = parse("p.txt", "torchrun --nproc_per_node 2 main.py --world-size 1 --multiprocessing-distributed")[0]
     assert [s.launcher for s in imagenet if s.kind == "launch_spec"] == ["torchrun"]
+
+
+def test_processes_started_by_hand() -> None:
+    """One plain-python command per process, each told its --rank and the --world_size (the DDP tutorial's
+    init_process_group(rank, world_size)): the commands are what was started, the flag is the script's claim."""
+    two = "python train.py --rank 0 --world_size 8\nPython train.py --rank 1 --world_size 8\n"
+    specs = [(s.launcher, s.world_size) for s in parse("command.txt", two)[0] if s.kind == "launch_spec"]
+    assert specs == [("by_hand", 2), ("code", 8)]
+    one = "python train.py --rank 0 --world_size 8\n"  # one of several terminals: nothing says how many started
+    assert not [s for s in parse("command.txt", one)[0] if s.kind == "launch_spec"]
+    same = "python train.py --rank 0 --world-size 2\npython train.py --rank 0 --world-size 2\n"  # a rerun, not two
+    assert not [s for s in parse("command.txt", same)[0] if s.kind == "launch_spec"]
+
+
+def test_openmmlab_dist_train() -> None:
+    """OpenMMLab's ``tools/dist_train.sh CONFIG GPUS``, as its docs run it (mmdetection user guide "Train with
+    multiple GPUs"; mmpose and mmpretrain alike): GPUs per node, nodes from NNODES, the {N}xb{B} layout the config
+    is named after, the batch per GPU from --cfg-options and --auto-scale-lr."""
+    cmd = ("NNODES=2 NODE_RANK=0 PORT=29500 MASTER_ADDR=10.1.1.1 bash ./tools/dist_train.sh "
+           "configs/resnet/resnet50_8xb32_in1k.py 4 --cfg-options train_dataloader.batch_size=16 --auto-scale-lr")
+    spec = _one(cmd, "openmmlab")
+    assert (spec.nodes, spec.procs_per_node, spec.processes) == (2, 4, 8)
+    assert (spec.design_world, spec.design_batch, spec.local_batch, spec.auto_scale_lr) == (8, 32, 16, True)
+    plain = _one("./tools/dist_train.sh configs/faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py 8", "openmmlab")
+    assert (plain.procs_per_node, plain.design_world, plain.design_batch) == (8, None, None)
