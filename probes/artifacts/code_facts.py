@@ -171,10 +171,11 @@ def parse(src: Source) -> list[CodeFact]:
     # .cuda() / "cuda" on the current device, or an NCCL group (its communicator and barrier use the current device,
     # cuda:0 until set_device: pytorch/pytorch:torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, barrier), in a
     # distributed script that never selects a device per process
-    unbound = seen.first.get("cuda_default") or seen.first.get("nccl_group_init")
-    if unbound and ("init_process_group" in text or ddp or sharded) \
-            and not any(w in text for w in tables["device_binding_words"]):
-        fact("cuda_without_device_binding", *unbound)
+    if ("init_process_group" in text or ddp or sharded) and not any(w in text for w in tables["device_binding_words"]):
+        if "cuda_default" in seen.first:
+            fact("cuda_without_device_binding", *seen.first["cuda_default"])
+        elif "nccl_group_init" in seen.first:
+            fact("nccl_group_without_device_binding", *seen.first["nccl_group_init"])
     if "seed_per_rank" in seen.first:  # with a split or shuffle the script draws itself, the data differs per rank
         no, line = seen.first["seed_per_rank"]
         fact("seed_per_rank_before_split" if "data_split" in seen.first else "seed_per_rank", no, line)

@@ -28,7 +28,7 @@ CODE = "code_facts"
         ("sampler_without_set_epoch.py", "sampler_without_set_epoch", 10, None),
         ("batchnorm_without_sync.py", "batchnorm_without_sync", 10, None),
         ("cuda_without_device_binding.py", "cuda_without_device_binding", 7, None),
-        ("nccl_barrier_without_device_binding.py", "cuda_without_device_binding", 7, None),
+        ("nccl_barrier_without_device_binding.py", "nccl_group_without_device_binding", 7, None),
         ("accumulation_without_no_sync.py", "accumulation_without_no_sync", 11, None),
         ("loader_without_workers.py", "loader_without_workers", 10, None),
         ("sharded_generate_without_synced_gpus.py", "sharded_generate_without_synced_gpus", 9, None),
