@@ -272,6 +272,8 @@ def _by_hand(cmd: str, spec: FamilySpec) -> tuple[str, int, int] | None:
     if len(tokens) < 2 or tokens[0].rsplit("/", 1)[-1] not in spec.tables["pythons"] or tokens[1].startswith("-"):
         return None
     args = tokens[2:]
+    if {t.lstrip("-").replace("-", "_") for t in args} & set(spec.tables["script_world_size_unless"]):
+        return None  # --rank and --world-size count nodes there, each spawning its own processes
     world = _script_workers(args, spec, "script_world_size")
     rank = _script_workers(args, spec, "script_rank")
     if world is None or rank is None or world < 1:

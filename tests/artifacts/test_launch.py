@@ -188,6 +188,9 @@ def test_processes_started_by_hand() -> None:
     assert not [s for s in parse("command.txt", one)[0] if s.kind == "launch_spec"]
     same = "python train.py --rank 0 --world-size 2\npython train.py --rank 0 --world-size 2\n"  # a rerun, not two
     assert not [s for s in parse("command.txt", same)[0] if s.kind == "launch_spec"]
+    nodes = ("python main.py --dist-url tcp://10.0.0.1:23456 --multiprocessing-distributed --world-size 4 --rank 0\n"
+             "python main.py --dist-url tcp://10.0.0.1:23456 --multiprocessing-distributed --world-size 4 --rank 1\n")
+    assert not [s for s in parse("command.txt", nodes)[0] if s.kind == "launch_spec"]  # nodes, each spawning its own
 
 
 def test_openmmlab_dist_train() -> None:
