@@ -280,9 +280,9 @@ class ConfigSetting(_Evidence):
 
     @property
     def zero_bucket_gb(self) -> float | None:
-        """GB (10^9 bytes) that ZeRO stage 1/2's communication buckets take: (all-gather + reduce bucket) x 2 bytes, x 4.5 with
-        overlap_comm (Hugging Face's DeepSpeed guide: 5e8-element buckets with overlap_comm need about 9 GB;
-        huggingface/transformers:docs/source/en/deepspeed.md). None for other stages or unstated buckets."""
+        """GB (10^9 bytes) that ZeRO stage 1/2's communication buckets take: (all-gather + reduce bucket) x 2 bytes,
+        x 4.5 with overlap_comm (Hugging Face's DeepSpeed guide: 5e8-element buckets with overlap_comm need about
+        9 GB; huggingface/transformers:docs/source/en/deepspeed.md). None for other stages or unstated buckets."""
         if self.zero_stage not in (1, 2) or self.reduce_bucket_size is None:
             return None
         elements = self.reduce_bucket_size + (self.allgather_bucket_size or self.reduce_bucket_size)

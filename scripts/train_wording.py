@@ -33,8 +33,9 @@ SYMPTOMS = tuple(VOCABULARY)  # the table's columns: the contract's symptoms, in
 # session 21 heldout64..75, 78, session 22 heldout79..94, session 23 heldout95..110, session 24
 # heldout111..122, session 25 heldout123..130, session 26 heldout131..141, session 27 heldout142..148, session
 # 28 heldout149..158, session 29 heldout159..164, session 30 heldout165..175, session 31 heldout176..193,
-# session 32 heldout194..211, session 33 heldout212..229, session 34 heldout230..250, session 35 heldout252..272 and session 36 heldout273..289 (their misses taught
-# it rules written from the sources); they are counted now.
+# session 32 heldout194..211, session 33 heldout212..229, session 34 heldout230..250, session 35
+# heldout252..272 and session 36 heldout273..289 (their misses taught it rules written from the sources); they
+# are counted now.
 HELD_OUT = tuple(f"heldout{n}" for n in range(290, 330))
 MIN_DOCUMENTS = 3
 ALPHA = 1.0  # leave-one-corpus-out 0.686 at 1.0 vs 0.677 at 0.5 (session 24, 1,779 texts)

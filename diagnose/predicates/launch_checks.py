@@ -353,7 +353,7 @@ def _batch_vs_config_name(ctx: Context) -> Binding | None:
     for spec in ctx.of("launch_spec"):
         if not (spec.design_world and spec.design_batch and spec.procs_per_node):
             continue
-        world, local = (spec.nodes or 1) * spec.procs_per_node, spec.local_batch or spec.design_batch
+        world, local = spec.processes or spec.procs_per_node, spec.local_batch or spec.design_batch
         if (run := world * local) != (tuned := spec.design_world * spec.design_batch):
             lr = "with --auto-scale-lr" if spec.auto_scale_lr else "and nothing rescales the LR (no --auto-scale-lr)"
             return bind([spec], launcher=spec.launcher, procs=world, devices=spec.design_world,

@@ -22,6 +22,7 @@ __all__ = ["parse", "safe_yaml", "safe_json", "flatten"]
 _INT = ("local_batch", "global_batch", "accumulation", "zero_stage", "num_workers", "log_every", "num_processes",
         "num_machines")
 _FLOAT = ("lr", "warmup", "reduce_bucket_size", "allgather_bucket_size")
+_BOOL = ("overlap_comm", "sync_batchnorm")
 _STR = ("offload_optimizer", "offload_param", "fsdp_wrap", "fsdp_state_dict_type", "distributed_type", "precision")
 
 
@@ -136,10 +137,9 @@ def _setting(flat: dict[str, Any], fmt: str, src: Source, line: int | None, spec
     for prec in ("fp16", "bf16"):
         if to_bool(raw.get(f"precision_{prec}")):
             fields["precision"] = prec
-    if "overlap_comm" in raw:
-        fields["overlap_comm"] = to_bool(raw["overlap_comm"])
-    if "sync_batchnorm" in raw:
-        fields["sync_batchnorm"] = to_bool(raw["sync_batchnorm"])
+    for key in _BOOL:
+        if key in raw:
+            fields[key] = to_bool(raw[key])
     if fmt == "hf_training_args" and fields.get("distributed_type") in ("None", "none", ""):
         fields.pop("distributed_type")
     settings = {k: v if isinstance(v, (int, float, bool)) else str(v)[:120] for k, v in raw.items()}

@@ -165,11 +165,18 @@ def _script_workers(args: list[str], spec: FamilySpec, table: str = "script_work
     """DataLoader workers per process named by the script's own arguments (``--num_workers 8``,
     ``--workers=8``, ``-j 8``, Hydra ``data.num_workers=8``); the names are data (``script_workers``; with
     ``table="script_world_size"`` the world size the script is told, ``--world_size 4``; with
-    ``table="script_local_rank"`` a local rank typed for it, ``--local_rank 2``)."""
+    ``table="script_local_rank"`` a local rank typed for it, ``--local_rank 2``; with ``table="script_rank"`` the
+    rank of a process started by hand, ``--rank 1``)."""
     for _, value in _script_options(args, set(spec.tables[table])):
         if (n := to_int(value)) is not None and 0 <= n < 100000:
             return n
     return None
+
+
+def _counts_nodes(args: list[str], spec: FamilySpec) -> bool:
+    """The script's own flags make its --world-size and --rank count nodes, each spawning its own processes
+    (``script_world_size_unless``: pytorch/examples' --multiprocessing-distributed)."""
+    return bool({t.lstrip("-").replace("-", "_") for t in args} & set(spec.tables["script_world_size_unless"]))
 
 
 def _east_asian(word: str) -> bool:
@@ -233,8 +240,7 @@ def _command(src: Source, no: int, cmd: str, env: dict[str, str], spec: FamilySp
             fields["script_gpus"] = gpus
         if name in spec.tables["per_process_launchers"]:
             fields["script_local_rank"] = _script_workers(args, spec, "script_local_rank")
-        unless = {t.lstrip("-").replace("-", "_") for t in args} & set(spec.tables["script_world_size_unless"])
-        told = None if unless else _script_workers(args, spec, "script_world_size")
+        told = None if _counts_nodes(args, spec) else _script_workers(args, spec, "script_world_size")
         if told is not None and told > 0:  # the script's own flag: a claim about the world, checked like its code
             inner = [LaunchSpec(launcher="code", world_size=told, provenance=src.prov(no), rank=src.rank,
                                 text=f"{fields.get('script', 'the script')} --world_size {told}")]
@@ -248,8 +254,8 @@ def _openmmlab(operands: list[str], env: dict[str, str], spec: FamilySpec) -> di
     if not operands:
         return out
     out["script"] = operands[0]
-    if len(operands) > 1 and (n := to_int(operands[1])) is not None and operands[1].isdigit():
-        out["procs_per_node"] = n
+    if len(operands) > 1 and operands[1].isdigit():
+        out["procs_per_node"] = int(operands[1])
     if (nodes := to_int(env.get("NNODES", ""))) is not None:
         out["nodes"] = nodes
     if m := spec.rx("config_name_layout").search(operands[0].rsplit("/", 1)[-1]):
@@ -272,8 +278,8 @@ def _by_hand(cmd: str, spec: FamilySpec) -> tuple[str, int, int] | None:
     if len(tokens) < 2 or tokens[0].rsplit("/", 1)[-1] not in spec.tables["pythons"] or tokens[1].startswith("-"):
         return None
     args = tokens[2:]
-    if {t.lstrip("-").replace("-", "_") for t in args} & set(spec.tables["script_world_size_unless"]):
-        return None  # --rank and --world-size count nodes there, each spawning its own processes
+    if _counts_nodes(args, spec):
+        return None
     world = _script_workers(args, spec, "script_world_size")
     rank = _script_workers(args, spec, "script_rank")
     if world is None or rank is None or world < 1:
