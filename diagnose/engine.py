@@ -360,7 +360,8 @@ def diagnose_evidence(
         ref = top.evidence[0] if top.evidence else EvidenceRef(text=top.summary)
         inferred = [from_weak_evidence(top.symptom, top.id, ref.source, ref.line, ref.text or top.summary)]
     if inferred:  # issue 11: what the artifacts are is a weak prior, used only when no strong evidence speaks
-        items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, text=f"inferred: {inferred[0].basis}")]
+        items += [*inferred, ReportedSymptom(symptom=inferred[0].symptom, inferred=True,
+                                             text=f"inferred: {inferred[0].basis}")]
         ctx = Context(items)
         causes = rank_causes(evaluate(ruleset, ctx), set(), multi)
         if inferred[0].runner_up and causes and causes[0].summary.startswith(PRIOR_SUMMARY):
@@ -380,7 +381,7 @@ def _with_runner_up(ruleset: RuleSet, items: list[Any], inferred: Any, causes: l
                     multi_process: bool) -> list[Cause]:
     """A close guess of the symptom (nothing but a prior names a cause): the runner-up symptom's first prior cause
     takes second place, so the top three span both readings; the guessed symptom's first cause stays first."""
-    runner = ReportedSymptom(symptom=inferred.runner_up,
+    runner = ReportedSymptom(symptom=inferred.runner_up, inferred=True,
                              text=f"inferred, the runner-up to {inferred.symptom}: {inferred.basis}")
     kept = [e for e in items if e.kind != "reported_symptom"]
     named = {c.refines or c.id for c in causes[:2]}

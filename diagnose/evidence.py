@@ -176,6 +176,7 @@ class ReportedSymptom(_Evidence):
 
     kind: Literal["reported_symptom"] = "reported_symptom"
     symptom: str
+    inferred: bool = Field(False, description="read from the artifacts or the report's words, not told")
 
 
 class HostCheck(_Evidence):
@@ -255,7 +256,7 @@ class ConfigSetting(_Evidence):
     """Training settings read from a config (Accelerate, DeepSpeed, Lightning/Hydra, torchtune, HF TrainingArguments)."""
 
     kind: Literal["config_setting"] = "config_setting"
-    format: str = Field(description="accelerate, deepspeed, lightning, hydra, torchtune, hf_training_args")
+    format: str = Field(description="accelerate, deepspeed, lightning, hydra, torchtune, opennmt, hf_training_args")
     local_batch: int | None = Field(None, description="batch per device")
     global_batch: int | None = Field(None, description="total batch, when the config states it")
     accumulation: int | None = None
@@ -273,6 +274,8 @@ class ConfigSetting(_Evidence):
     num_processes: int | None = None
     num_machines: int | None = None
     distributed_type: str | None = None
+    world_size: int | None = Field(None, description="the world size the config states (OpenNMT's world_size)")
+    master_addr: str | None = Field(None, description="the rendezvous address the config states")
     reduce_bucket_size: float | None = Field(None, description="DeepSpeed ZeRO's reduce bucket, in elements")
     allgather_bucket_size: float | None = Field(None, description="DeepSpeed ZeRO's all-gather bucket, in elements")
     overlap_comm: bool | None = None
@@ -320,6 +323,8 @@ class InferredSymptom(_Evidence):
     undecided: tuple[str, ...] = Field((), description="symptoms the basis cannot tell apart (a bare hang word says "
                                                        "nothing of when): the report's wording picks one of them")
     runner_up: str | None = Field(None, description="the next likeliest symptom where the reading was close")
+    said: bool = Field(False, description="the report's own words name it (not a guess from the artifacts' kind or "
+                                          "the wording table)")
 
 
 class ReportWords(_Evidence):

@@ -120,6 +120,17 @@ def config_setting(ctx: Context, field: str, equals: Any = None, at_least: float
     return bind(hits[:10], format=hits[0].format, value=getattr(hits[0], field), field=field)
 
 
+@predicate(binds=("format", "world", "started"), kinds=("config_setting",))
+def config_world_above_processes(ctx: Context) -> Binding | None:
+    """A single-node config (no rendezvous address) whose world size is larger than the processes it starts: the
+    other ranks never come and the process group waits for them."""
+    hits = [c for c in ctx.of("config_setting") if c.world_size and c.num_processes and not c.master_addr
+            and (c.num_machines or 1) == 1 and c.world_size > c.num_processes]
+    if not hits:
+        return None
+    return bind(hits[:10], format=hits[0].format, world=hits[0].world_size, started=hits[0].num_processes)
+
+
 def _contract(ctx: Context) -> list[tuple[str | None, dict[str, Any], list[Any]]]:
     """Per file: world size, local batch, accumulation and LR from its configs and launch specs."""
     out = []
@@ -132,6 +143,8 @@ def _contract(ctx: Context) -> list[tuple[str | None, dict[str, Any], list[Any]]
             for key in ("local_batch", "accumulation", "lr"):
                 if getattr(c, key) is not None:
                     got.setdefault(key, getattr(c, key))
+            if c.world_size:
+                got.setdefault("world", c.world_size)
             if c.num_processes:
                 got.setdefault("world", c.num_processes * (c.num_machines or 1) if c.format == "lightning"
                                else c.num_processes)

@@ -175,6 +175,17 @@ def reported_symptom(ctx: Context, symptoms: Sequence[str]) -> Binding | None:
     return Binding(frozenset(), tuple(hits), {"symptom": hits[0].symptom})
 
 
+@predicate(binds=("symptom",), kinds=("reported_symptom", "inferred_symptom"))
+def symptom_said(ctx: Context, symptoms: Sequence[str]) -> Binding | None:
+    """The user saw one of these symptoms: told with --symptom, or named clearly by the report's own words (never
+    a guess from the artifacts' kind or the wording table)."""
+    hits = [s for s in ctx.of("reported_symptom") if not s.inferred and s.symptom in symptoms]
+    hits += [s for s in ctx.of("inferred_symptom") if s.said and s.symptom in symptoms]
+    if not hits:
+        return None
+    return Binding(frozenset(), tuple(hits[:1]), {"symptom": hits[0].symptom})
+
+
 @predicate(binds=("expected", "seen", "missing"), kinds=("log_line", "rank_status"))
 def ranks_never_arrived(ctx: Context) -> Binding | None:
     """Fewer ranks showed up than the world size says (banners, store client counts, rank status)."""

@@ -20,10 +20,11 @@ from diagnose.probes.artifacts.spec import FamilySpec, family, strings_in
 __all__ = ["parse", "safe_yaml", "safe_json", "flatten"]
 
 _INT = ("local_batch", "global_batch", "accumulation", "zero_stage", "num_workers", "log_every", "num_processes",
-        "num_machines")
+        "num_machines", "world_size")
 _FLOAT = ("lr", "warmup", "reduce_bucket_size", "allgather_bucket_size")
 _BOOL = ("overlap_comm", "sync_batchnorm")
-_STR = ("offload_optimizer", "offload_param", "fsdp_wrap", "fsdp_state_dict_type", "distributed_type", "precision")
+_STR = ("offload_optimizer", "offload_param", "fsdp_wrap", "fsdp_state_dict_type", "distributed_type", "precision",
+        "master_addr")
 
 
 class ParseRefused(ValueError):
@@ -90,7 +91,8 @@ def safe_json(text: str, spec: FamilySpec | None = None) -> Any:
 
 
 def flatten(data: Any, spec: FamilySpec | None = None) -> dict[str, Any]:
-    """Dotted key paths of the scalars in a mapping (lists are skipped), within the node and depth budgets."""
+    """Dotted key paths of the scalars in a mapping, within the node and depth budgets; a list of scalars gives its
+    length as ``path[]`` (OpenNMT's gpu_ranks: the processes a node starts), other lists are skipped."""
     _, depth, _, budget = _limits(spec or family("configs"))
     out: dict[str, Any] = {}
     stack: list[tuple[str, Any, int]] = [("", data, 0)]
@@ -103,6 +105,8 @@ def flatten(data: Any, spec: FamilySpec | None = None) -> dict[str, Any]:
                 stack.append((f"{prefix}.{key}" if prefix else str(key), val, level + 1))
         elif isinstance(node, (str, int, float, bool)) and prefix:
             out[prefix] = node
+        elif isinstance(node, list) and prefix and all(isinstance(v, (str, int, float)) for v in node[:budget]):
+            out[f"{prefix}[]"] = len(node)
     return out
 
 
@@ -181,7 +185,7 @@ def _first_key_line(src: Source, start: int, flat: dict[str, Any]) -> int:
 
 
 def _heads(spec: FamilySpec) -> set[str]:
-    return {m.split(".")[0] for fmt in spec.tables["formats"].values() for m in fmt["markers"]}
+    return {m.split(".")[0].removesuffix("[]") for fmt in spec.tables["formats"].values() for m in fmt["markers"]}
 
 
 _KEYS: dict[int, tuple[str, ...]] = {}

@@ -178,5 +178,5 @@ def parse(src: Source) -> list[Any]:
         stood_for = tuple(dict.fromkeys([*(stood_for or (symptom,)), ranked[1][0]]))
     return [InferredSymptom(symptom=symptom, basis=f"{BASIS} ({words})", provenance=src.prov(line), rank=src.rank,
                             missing=tuple(spec.tables["missing"].get(symptom, ())), undecided=stood_for,
-                            runner_up=ranked[1][0] if close else None,
+                            runner_up=ranked[1][0] if close else None, said=not close,
                             text=f"{symptom}: {words} (score {score} vs {runner_up})")]

@@ -78,7 +78,8 @@ def _simple(src: Source, spec: FamilySpec, active: set[str], facts: _Facts) -> N
         for (pat, _), c in counts.items():
             m = spec.rx(pat).search(line)
             if m:
-                c["keys"].setdefault(m.group(c["rule"]["key"]), no)
+                key = c["rule"]["key"]  # "line": each matching line is one item (a list without indexes)
+                c["keys"].setdefault(str(no) if key == "line" else m.group(key), no)
                 c["line"] = c["line"] or no
                 if c["rule"].get("label"):
                     c["labels"][m.group(c["rule"]["label"]).strip()] += 1

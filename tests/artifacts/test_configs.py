@@ -26,6 +26,8 @@ from diagnose.probes.artifacts import parse
                                              "sync_batchnorm": False}),
     ("docs/torchtune_recipe.yaml", "torchtune", {"local_batch": 2, "accumulation": 1, "precision": "bf16",
                                                  "lr": 2e-5, "warmup": 100.0, "log_every": 1, "offload_param": "none"}),
+    ("docs/opennmt_two_nodes.yaml", "opennmt", {"world_size": 4, "num_processes": 2, "master_addr": "10.1.0.5",
+                                                "local_batch": 4096, "lr": 2.0, "warmup": 8000.0}),
     ("docs/hf_training_args.txt", "hf_training_args", {"local_batch": 8, "accumulation": 4, "lr": 5e-5,
                                                        "precision": "fp16", "num_workers": 0, "log_every": 500}),
 ])
