@@ -256,7 +256,8 @@ class ConfigSetting(_Evidence):
     """Training settings read from a config (Accelerate, DeepSpeed, Lightning/Hydra, torchtune, HF TrainingArguments)."""
 
     kind: Literal["config_setting"] = "config_setting"
-    format: str = Field(description="accelerate, deepspeed, lightning, hydra, torchtune, opennmt, hf_training_args")
+    format: str = Field(description="accelerate, deepspeed, lightning, hydra, torchtune, opennmt, opennmt_flags, "
+                                    "hf_training_args")
     local_batch: int | None = Field(None, description="batch per device")
     global_batch: int | None = Field(None, description="total batch, when the config states it")
     accumulation: int | None = None
@@ -275,6 +276,7 @@ class ConfigSetting(_Evidence):
     num_machines: int | None = None
     distributed_type: str | None = None
     world_size: int | None = Field(None, description="the world size the config states (OpenNMT's world_size)")
+    node_ranks: tuple[int, ...] = Field((), description="the ranks this node's processes take (OpenNMT's gpu_ranks)")
     master_addr: str | None = Field(None, description="the rendezvous address the config states")
     reduce_bucket_size: float | None = Field(None, description="DeepSpeed ZeRO's reduce bucket, in elements")
     allgather_bucket_size: float | None = Field(None, description="DeepSpeed ZeRO's all-gather bucket, in elements")

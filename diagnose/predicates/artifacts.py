@@ -12,6 +12,7 @@ from typing import Any
 
 from diagnose.context import Context
 from diagnose.predicates.base import Binding, bind, by_source, predicate
+from diagnose.ranks import plausible_world
 
 _TIMINGS = ("throughput", "step_time", "epoch_time")  # metric series that time the run rather than score it
 
@@ -120,15 +121,20 @@ def config_setting(ctx: Context, field: str, equals: Any = None, at_least: float
     return bind(hits[:10], format=hits[0].format, value=getattr(hits[0], field), field=field)
 
 
-@predicate(binds=("format", "world", "started"), kinds=("config_setting",))
-def config_world_above_processes(ctx: Context) -> Binding | None:
-    """A single-node config (no rendezvous address) whose world size is larger than the processes it starts: the
-    other ranks never come and the process group waits for them."""
-    hits = [c for c in ctx.of("config_setting") if c.world_size and c.num_processes and not c.master_addr
-            and (c.num_machines or 1) == 1 and c.world_size > c.num_processes]
-    if not hits:
-        return None
-    return bind(hits[:10], format=hits[0].format, world=hits[0].world_size, started=hits[0].num_processes)
+@predicate(binds=("format", "world", "started", "missing"), kinds=("config_setting",))
+def config_ranks_never_started(ctx: Context) -> Binding | None:
+    """A single-node config or command (no rendezvous address) that starts fewer ranks than its world size, or
+    ranks with a gap or beyond it: the ranks it never starts are waited for by every process group."""
+    for c in ctx.of("config_setting"):
+        if c.master_addr or (c.num_machines or 1) != 1 or not (c.num_processes or c.node_ranks):
+            continue
+        world = c.world_size or len(c.node_ranks)
+        started = sorted(set(c.node_ranks)) if c.node_ranks else list(range(c.num_processes or 0))
+        missing = [r for r in range(world) if r not in started]
+        if missing and plausible_world(world):
+            return bind([c], format=c.format, world=world, started=", ".join(map(str, started)),
+                        missing=", ".join(map(str, missing[:8])))
+    return None
 
 
 def _contract(ctx: Context) -> list[tuple[str | None, dict[str, Any], list[Any]]]:

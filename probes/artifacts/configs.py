@@ -92,7 +92,7 @@ def safe_json(text: str, spec: FamilySpec | None = None) -> Any:
 
 def flatten(data: Any, spec: FamilySpec | None = None) -> dict[str, Any]:
     """Dotted key paths of the scalars in a mapping, within the node and depth budgets; a list of scalars gives its
-    length as ``path[]`` (OpenNMT's gpu_ranks: the processes a node starts), other lists are skipped."""
+    items, comma-joined, as ``path[]`` (OpenNMT's gpu_ranks: the ranks a node starts), other lists are skipped."""
     _, depth, _, budget = _limits(spec or family("configs"))
     out: dict[str, Any] = {}
     stack: list[tuple[str, Any, int]] = [("", data, 0)]
@@ -106,7 +106,7 @@ def flatten(data: Any, spec: FamilySpec | None = None) -> dict[str, Any]:
         elif isinstance(node, (str, int, float, bool)) and prefix:
             out[prefix] = node
         elif isinstance(node, list) and prefix and all(isinstance(v, (str, int, float)) for v in node[:budget]):
-            out[f"{prefix}[]"] = len(node)
+            out[f"{prefix}[]"] = ",".join(str(v) for v in node[:64])
     return out
 
 
@@ -144,11 +144,31 @@ def _setting(flat: dict[str, Any], fmt: str, src: Source, line: int | None, spec
     for key in _BOOL:
         if key in raw:
             fields[key] = to_bool(raw[key])
+    if "node_ranks" in raw and (ranks := _ranks(raw["node_ranks"])):
+        fields["node_ranks"], fields["num_processes"] = ranks, len(ranks)
     if fmt == "hf_training_args" and fields.get("distributed_type") in ("None", "none", ""):
         fields.pop("distributed_type")
     settings = {k: v if isinstance(v, (int, float, bool)) else str(v)[:120] for k, v in raw.items()}
     text = ", ".join(f"{k}={v}" for k, v in settings.items())[:500] or fmt
     return ConfigSetting(format=fmt, provenance=src.prov(line), rank=src.rank, text=text, settings=settings, **fields)
+
+
+def _ranks(value: Any) -> tuple[int, ...]:
+    """'0,1,2,4' or '0 1' (or one number) as ranks; () when any item is not a small whole number."""
+    items = str(value).replace(",", " ").split()
+    return tuple(int(i) for i in items) if items and all(i.isdigit() and len(i) < 5 for i in items) else ()
+
+
+def _rank_flags(src: Source, spec: FamilySpec) -> list[ConfigSetting]:
+    """Command lines with OpenNMT-style ``-gpu_ranks`` flags (OpenNMT-py and the projects built on it): one
+    ConfigSetting per line, read with the ``opennmt_flags`` format's keys."""
+    out = []
+    for no, line in enumerate(src.lines, 1):
+        if "gpu_ranks" in line:
+            flat = {m.group("flag"): m.group("value") for m in spec.rx("flag_value").finditer(line)}
+            if "gpu_ranks" in flat:
+                out.append(_setting(flat, "opennmt_flags", src, no, spec))
+    return out
 
 
 def _document(text: str, spec: FamilySpec) -> Any:
@@ -223,9 +243,10 @@ def _kv_dump(src: Source, spec: FamilySpec) -> list[ConfigSetting]:
 def parse(src: Source) -> list[ConfigSetting]:
     """Every config in ``src``: the whole file as one document, else the YAML blocks of a mixed paste."""
     spec = family("configs")
+    flags = _rank_flags(src, spec) if "gpu_ranks" in src.text else []
     if not _markers_present(src.text, spec):
-        return []
-    out = _kv_dump(src, spec) if "(" in src.text else []
+        return flags
+    out = flags + (_kv_dump(src, spec) if "(" in src.text else [])
     candidates = [(1, src.text)] if len(src.text) <= int(spec.tables["max_bytes"]) else []
     heads = _heads(spec)
     blocks = [(n, b) for n, b in _blocks(src, spec) if any(f"\n{h}:" in "\n" + b for h in heads)]

@@ -46,6 +46,19 @@ def test_config_block_inside_a_mixed_paste() -> None:
     assert (cfg.format, cfg.num_processes, cfg.precision, cfg.provenance.line) == ("accelerate", 4, "fp16", 3)
 
 
+@pytest.mark.parametrize(("line", "world", "ranks", "addr"), [
+    # OpenNMT-py's FAQ (docs/source/FAQ.md): four GPUs of one node, and the first of two nodes
+    ("onmt_train -config run.yaml -world_size 4 -gpu_ranks 0 1 2 3", 4, (0, 1, 2, 3), None),
+    ("onmt_train -config run.yaml -world_size 4 -gpu_ranks 0 1 -master_ip 10.1.0.5 -master_port 10000", 4, (0, 1),
+     "10.1.0.5"),
+    ("python train.py -mode train -visible_gpus 0,1,2 -gpu_ranks 0,1,2 -batch_size 3000", None, (0, 1, 2), None),
+])
+def test_opennmt_rank_flags_on_a_command_line(line: str, world: int | None, ranks: tuple, addr: str | None) -> None:
+    (cfg,) = [e for e in parse("run.sh", line + "\n")[0] if e.kind == "config_setting"]
+    assert (cfg.format, cfg.world_size, cfg.node_ranks, cfg.num_processes, cfg.master_addr) == (
+        "opennmt_flags", world, ranks, len(ranks), addr)
+
+
 def _laughs(levels: int) -> str:
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for i in range(1, levels):
