@@ -179,7 +179,8 @@ def _document(text: str, spec: FamilySpec) -> Any:
 
 
 def _blocks(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
-    """Runs of YAML-looking lines (at least three) in a mixed paste, with their first line."""
+    """Runs of YAML-looking lines in a mixed paste, with their first line: at least three, or two inside a Markdown
+    code fence (a fence says the lines are code, not prose that happens to hold a colon)."""
     rx = spec.rx("yaml_line")
     out, start, buf = [], 0, []
     for no, line in enumerate([*src.lines, "\x00"], 1):
@@ -188,7 +189,8 @@ def _blocks(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
                 start = no
             buf.append(line)
             continue
-        if len([b for b in buf if b.strip()]) >= 3:
+        fenced = start >= 2 and src.lines[start - 2].lstrip().startswith("```") and line.lstrip().startswith("```")
+        if len([b for b in buf if b.strip()]) >= (2 if fenced else 3):
             out.append((start, "\n".join(buf)))
         buf = []
     return out

@@ -59,6 +59,17 @@ def test_opennmt_rank_flags_on_a_command_line(line: str, world: int | None, rank
         "opennmt_flags", world, ranks, len(ranks), addr)
 
 
+def test_two_config_lines_inside_a_code_fence() -> None:
+    text = "I cannot start training on 3 of my 4 GPUs with:\n\n```\nworld_size: 4\ngpu_ranks: [1, 2, 3]\n```\n"
+    (cfg,) = [e for e in parse("issue.md", text)[0] if e.kind == "config_setting"]
+    assert (cfg.format, cfg.world_size, cfg.node_ranks, cfg.provenance.line) == ("opennmt", 4, (1, 2, 3), 4)
+
+
+def test_two_colon_lines_outside_a_fence_are_not_a_config() -> None:
+    text = "I cannot start training on 3 of my 4 GPUs with\nworld_size: 4\ngpu_ranks: [1, 2, 3]\nany idea?\n"
+    assert not [e for e in parse("issue.md", text)[0] if e.kind == "config_setting"]
+
+
 def _laughs(levels: int) -> str:
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for i in range(1, levels):
