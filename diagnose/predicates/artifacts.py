@@ -129,9 +129,11 @@ def config_ranks_never_started(ctx: Context) -> Binding | None:
         if c.master_addr or (c.num_machines or 1) != 1 or not (c.num_processes or c.node_ranks):
             continue
         world = c.world_size or len(c.node_ranks)
+        if not plausible_world(world):  # before walking range(world): a config may state any number
+            continue
         started = sorted(set(c.node_ranks)) if c.node_ranks else list(range(c.num_processes or 0))
-        missing = [r for r in range(world) if r not in started]
-        if missing and plausible_world(world):
+        missing = sorted(set(range(world)) - set(started))
+        if missing:
             return bind([c], format=c.format, world=world, started=", ".join(map(str, started)),
                         missing=", ".join(map(str, missing[:8])))
     return None

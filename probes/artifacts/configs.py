@@ -189,10 +189,11 @@ def _blocks(src: Source, spec: FamilySpec) -> list[tuple[int, str]]:
                 start = no
             buf.append(line)
             continue
-        fenced = start >= 2 and src.lines[start - 2].lstrip().startswith("```") and line.lstrip().startswith("```")
-        if len([b for b in buf if b.strip()]) >= (2 if fenced else 3):
-            out.append((start, "\n".join(buf)))
-        buf = []
+        if buf:
+            fenced = start >= 2 and src.lines[start - 2].lstrip().startswith("```") and line.lstrip().startswith("```")
+            if len([b for b in buf if b.strip()]) >= (2 if fenced else 3):
+                out.append((start, "\n".join(buf)))
+            buf = []
     return out
 
 
